@@ -1,0 +1,3 @@
+from compatkit.cli import main
+
+raise SystemExit(main())

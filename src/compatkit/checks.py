@@ -1,0 +1,122 @@
+"""Read-only questions about a patchset in an environment: does it fit, is it applied, drifted?
+
+>>> from packaging.requirements import Requirement
+>>> _version_problem(Requirement("vllm>=0.16,<0.17"), "0.11.0")
+'needs vllm<0.17,>=0.16, found vllm 0.11.0'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.requirements import Requirement
+
+from compatkit.engine import SeriesConflict, apply_series
+from compatkit.patchset import Patchset
+from compatkit.records import hash_bytes
+from compatkit.state import State
+from compatkit.target import Dist, Environment
+
+
+def _version_problem(req: Requirement, found: str | None) -> str | None:
+    if found is None:
+        return f"needs {req}, which is not installed"
+    if not req.specifier.contains(found, prereleases=True):
+        return f"needs {req.name}{req.specifier}, found {req.name} {found}"
+    return None
+
+
+def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> list[str]:
+    """Every way the environment misses the patchset's target and requirements."""
+    target = Requirement(f"{ps.distribution}{ps.specifier}")
+    problems = [_version_problem(target, dist.version if dist else None)]
+    for req in ps.requires:
+        if req.marker is not None and not req.marker.evaluate(env.markers):
+            continue
+        found = env.find(req.name)
+        problems.append(_version_problem(req, found.version if found else None))
+    return [p for p in problems if p]
+
+
+def state_problems(dist: Dist, state: State) -> list[str]:
+    """Files that no longer hold the bytes compatkit wrote."""
+    problems = []
+    for f in state.files:
+        data = dist.read(f.path)
+        current = None if data is None else hash_bytes(data)
+        if current == f.written_sha:
+            continue
+        if data is None:
+            problems.append(f"{f.path} is missing")
+        elif f.written_sha is None:
+            problems.append(f"{f.path} is back, though {state.patchset} deleted it")
+        elif current == f.original_sha:
+            problems.append(f"{f.path} is back to its original bytes (reinstalled?)")
+        else:
+            problems.append(f"{f.path} was edited after compatkit patched it")
+    return problems
+
+
+@dataclass(frozen=True)
+class PatchStatus:
+    id: str
+    status: str  # applied, not applied, drifted, excluded, outdated, not applicable
+    detail: str = ""
+
+
+def _drifted_ids(dist: Dist, state: State) -> set[str]:
+    drifted: set[str] = set()
+    for f in state.files:
+        data = dist.read(f.path)
+        if (None if data is None else hash_bytes(data)) != f.written_sha:
+            drifted.update(f.patches)
+    return drifted
+
+
+def _unapplied(ps: Patchset, dist: Dist) -> list[PatchStatus]:
+    """Try every patch on the current files: applies, already present, or conflicts."""
+    paths = {fd.path for p in ps.patches for fd in p.files}
+    contents = {path: dist.read(path) for path in paths}
+    out = []
+    for patch in ps.patches:
+        pairs = [(patch.id, patch.files)]
+        try:
+            result = apply_series(contents, pairs)
+            contents = result.contents
+            moved = [o for offs in result.offsets[patch.id].values() for o in offs if o]
+            detail = f"applies, offset {moved[0]:+d}" if moved else "applies cleanly"
+        except SeriesConflict as exc:
+            try:
+                apply_series(contents, pairs, reverse=True)
+                detail = "its change is already present"
+            except SeriesConflict:
+                detail = f"conflict: {exc.mismatch.message}"
+        out.append(PatchStatus(patch.id, "not applied", detail))
+    return out
+
+
+def patch_statuses(
+    ps: Patchset, env: Environment, dist: Dist | None, state: State | None
+) -> list[PatchStatus]:
+    if state is None:
+        problems = requirement_problems(ps, env, dist)
+        if dist is None or problems:
+            return [PatchStatus(p.id, "not applicable", problems[0]) for p in ps.patches]
+        return _unapplied(ps, dist)
+    assert dist is not None
+    drifted = _drifted_ids(dist, state)
+    outdated = state.digest != ps.digest
+    out = []
+    for patch in ps.patches:
+        if patch.id in state.excluded:
+            out.append(PatchStatus(patch.id, "excluded", "left out with --exclude"))
+        elif patch.id not in state.applied:
+            out.append(PatchStatus(patch.id, "not applied", "not in the applied version"))
+        elif patch.id in drifted:
+            out.append(PatchStatus(patch.id, "drifted", "a file changed after the apply"))
+        elif outdated:
+            out.append(PatchStatus(patch.id, "outdated", f"applied {state.version}; re-run apply"))
+        else:
+            offs = [o for per in state.offsets.get(patch.id, {}).values() for o in per if o]
+            out.append(PatchStatus(patch.id, "applied", f"offset {offs[0]:+d}" if offs else ""))
+    return out

@@ -1,0 +1,140 @@
+"""Command line: argparse, then one function per command, then exit codes.
+
+Exit codes: 0 ok; 1 expected failure (mismatch, conflict, verify failed); 2 usage;
+3 internal error (a bug: please report it); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from compatkit import __version__
+from compatkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CompatkitError
+
+ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"compatkit: error: {message} (see 'compatkit --help')\n")
+
+
+def _globals(parser: argparse.ArgumentParser, sub: bool) -> None:
+    """Options accepted before or after the command name."""
+    default = argparse.SUPPRESS if sub else None
+    parser.add_argument("--python", metavar="PY", default=default,
+                        help="target this interpreter's environment (default: compatkit's own)")
+    parser.add_argument("--patchset-dir", metavar="DIR", action="append", type=Path,
+                        default=default if sub else [],
+                        help="also look for patchsets in DIR (repeatable)")
+    parser.add_argument("--json", action="store_true", default=default or False,
+                        help="print one JSON document on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="compatkit", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"compatkit {__version__}")
+    _globals(parser, sub=False)
+    cmds = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = cmds.add_parser(name, help=help_text, description=help_text)
+        _globals(p, sub=True)
+        return p
+
+    p = add("apply", "apply a patchset to the installed files, all or nothing")
+    p.add_argument("patchset")
+    p.add_argument("--exclude", metavar="ID", action="append", default=[],
+                   help="leave this patch out of the series (repeatable)")
+    p.add_argument("--force", action="store_true",
+                   help="apply despite a version mismatch or files that differ from RECORD")
+    p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
+
+    p = add("revert", "restore the original files, byte for byte")
+    p.add_argument("patchset")
+    p.add_argument("--force", action="store_true", help="restore even files edited after apply")
+
+    p = add("verify", "check that patchsets are fully applied and intact")
+    p.add_argument("patchset", nargs="*")
+    p.add_argument("--pristine", metavar="DIST", help="check a whole distribution against RECORD")
+
+    p = add("status", "show each patch's state in the target environment")
+    p.add_argument("patchset", nargs="*")
+
+    add("list", "list the known patchsets")
+
+    p = add("explain", "tell the story of a patch, by id or by a pasted error message")
+    p.add_argument("query", help="a patch id (patch-6, or PATCHSET:patch-6) or error text")
+
+    p = add("smoke", "run the patches' smoke tests with pytest in the target environment")
+    p.add_argument("patchset")
+    p.add_argument("--patch", metavar="ID", action="append", default=[],
+                   help="only this patch's smoke test (repeatable)")
+    return parser
+
+
+def _run(args: argparse.Namespace, out: object) -> int:
+    from compatkit.commands import apply, explain, revert, smoke, status, verify
+    from compatkit.output import Output
+    from compatkit.registry import Registry
+    from compatkit.state import applied_patchsets
+    from compatkit.target import Environment
+
+    assert isinstance(out, Output)
+    registry = Registry(args.patchset_dir)
+    env = Environment.for_python(args.python)
+    cmd = args.command
+    if cmd == "apply":
+        return apply.apply(registry, env, args.patchset, args.exclude, args.force,
+                           args.dry_run, out)
+    if cmd == "revert":
+        return revert.revert(registry, env, args.patchset, args.force, out)
+    if cmd == "verify":
+        if args.pristine:
+            return verify.verify_pristine(env, args.pristine, out)
+        return verify.verify(registry, env, args.patchset or applied_patchsets(env), out)
+    if cmd == "status":
+        return status.status(registry, env, args.patchset, out)
+    if cmd == "list":
+        return status.list_patchsets(registry, env, out)
+    if cmd == "explain":
+        return explain.explain(registry, env, args.query, out)
+    if cmd == "smoke":
+        return smoke.smoke(registry, env, args.patchset, args.patch, out)
+    raise AssertionError(cmd)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    from compatkit.output import Output
+
+    out = Output(json_mode=args.json)
+    try:
+        code = _run(args, out)
+    except CompatkitError as exc:
+        code = exc.exit_code
+        out.doc.update(ok=False, error=exc.message, problems=exc.problems)
+        print(f"compatkit: error: {exc.message}", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  - {problem}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("compatkit: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit 3
+        print(f"compatkit: internal error: {type(exc).__name__}: {exc}\n"
+              f"This is a bug; please report it at {ISSUES_URL} with the command you ran.",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+    out.emit()
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per subcommand; each exports a function returning the exit code."""

@@ -1,0 +1,83 @@
+"""``compatkit explain ID|"ERROR TEXT"``: the story of one patch, and its state here."""
+
+from __future__ import annotations
+
+import re
+
+from compatkit.commands.status import inspect_patchset
+from compatkit.errors import UsageError
+from compatkit.output import Output
+from compatkit.patchset import Patch, Patchset
+from compatkit.registry import Registry
+from compatkit.target import Environment
+
+_ORDER = ("symptom", "cause", "fix", "retire-when", "origin", "forwarded", "last-update")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_]+", text.lower()) if len(w) > 2}
+
+
+def _score(query: str, patch: Patch) -> float:
+    q = " ".join(query.lower().split())
+    symptom = " ".join(patch.fields.get("symptom", "").lower().split())
+    if q and q in symptom:
+        return 2.0
+    lines = [" ".join(line.lower().split()) for line in patch.fields.get("symptom", "").splitlines()]
+    if any(len(line) >= 20 and line in q for line in lines):
+        return 1.5
+    words = _words(query)
+    if not words:
+        return 0.0
+    haystack = _words(" ".join(patch.fields.get(f, "") for f in ("symptom", "title")))
+    return len(words & haystack) / len(words)
+
+
+def find(registry: Registry, query: str) -> list[tuple[Patchset, Patch]]:
+    if ":" in query and not query.startswith(" "):
+        ps_name, _, pid = query.partition(":")
+        if ps_name in registry.names() and registry.get(ps_name).patch(pid):
+            ps = registry.get(ps_name)
+            return [(ps, ps.patch(pid))]  # type: ignore[list-item]
+    exact = registry.find_patch(query)
+    if exact:
+        return exact
+    scored = [(_score(query, p), ps, p) for ps in registry.all() for p in ps.patches]
+    best = max((s for s, _, _ in scored), default=0.0)
+    if best < 0.6:
+        raise UsageError(f"no patch id or symptom matches {query!r}")
+    return [(ps, p) for s, ps, p in scored if s == best]
+
+
+def explain(registry: Registry, env: Environment, query: str, out: Output | None = None) -> int:
+    out = out or Output()
+    matches = find(registry, query)
+    out.doc["matches"] = []
+    for ps, patch in matches:
+        _, _, statuses = inspect_patchset(ps, env)
+        here = next(s for s in statuses if s.id == patch.id)
+        out.doc["matches"].append({"patchset": ps.name, "id": patch.id, "fields": patch.fields,
+                                   "state": here.status, "detail": here.detail,
+                                   "diff": patch.diff_text})
+        _render(out, ps, patch, f"{here.status}{f' ({here.detail})' if here.detail else ''}")
+    return 0
+
+
+def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
+    if out.json_mode:
+        return
+    from rich.padding import Padding
+    from rich.syntax import Syntax
+    from rich.text import Text
+
+    out.renderable(Text(f"{patch.id}: {patch.title}", style="bold"))
+    out.renderable(Text(f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier}   "
+                        f"here: {state}", style="dim"))
+    for name in _ORDER:
+        value = patch.fields.get(name)
+        if value:
+            out.renderable(Text(f"{name.replace('-', ' ').title()}:", style="bold cyan"))
+            out.renderable(Padding(Text(value), (0, 0, 0, 2)))
+    out.renderable(Text(f"Smoke test: {patch.fields.get('smoke-test', '(none)')}", style="bold cyan"))
+    out.renderable(Syntax(patch.diff_text.strip("\n"), "diff", theme="ansi_dark",
+                          background_color="default"))

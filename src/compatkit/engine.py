@@ -1,0 +1,180 @@
+"""Hunk matching and series application in memory (pure: bytes in, bytes out).
+
+Context must match exactly; when line numbers are off, the whole file is searched, nearest
+position first, and the offset is reported. There is no fuzz. Every line keeps its own line
+ending; added lines take the file's dominant one, so a CRLF file stays CRLF.
+
+>>> from compatkit.diffparse import parse_diff
+>>> (fd,) = parse_diff("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-a\\n+b\\n", "p")
+>>> apply_file(b"a\\r\\n", fd).data
+b'b\\r\\n'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from compatkit.diffparse import FileDiff, Hunk
+from compatkit.errors import CompatkitError
+
+Line = tuple[str, str]  # (content, eol) with eol in {"\n", "\r\n", ""}
+
+
+class HunkMismatch(CompatkitError):
+    def __init__(self, path: str, hunk_no: int, reason: str) -> None:
+        super().__init__(f"{path}: hunk #{hunk_no} {reason}")
+        self.path, self.hunk_no, self.reason = path, hunk_no, reason
+
+
+class SeriesConflict(CompatkitError):
+    def __init__(self, patch_id: str, mismatch: HunkMismatch) -> None:
+        super().__init__(f"{patch_id} does not apply: {mismatch.message}")
+        self.patch_id, self.mismatch = patch_id, mismatch
+
+
+@dataclass(frozen=True)
+class FileResult:
+    data: bytes | None  # None: the file is deleted
+    offsets: tuple[int, ...]
+
+
+@dataclass
+class SeriesResult:
+    contents: dict[str, bytes | None]
+    offsets: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    touched_by: dict[str, list[str]] = field(default_factory=dict)
+
+
+def split_lines(data: bytes) -> list[Line]:
+    text = data.decode("utf-8", "surrogateescape")
+    parts = text.split("\n")
+    lines: list[Line] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if last and part == "":
+            break
+        if last:
+            lines.append((part, ""))
+        elif part.endswith("\r"):
+            lines.append((part[:-1], "\r\n"))
+        else:
+            lines.append((part, "\n"))
+    return lines
+
+
+def join_lines(lines: Sequence[Line]) -> bytes:
+    return "".join(c + e for c, e in lines).encode("utf-8", "surrogateescape")
+
+
+def dominant_eol(lines: Sequence[Line]) -> str:
+    crlf = sum(1 for _, e in lines if e == "\r\n")
+    lf = sum(1 for _, e in lines if e == "\n")
+    return "\r\n" if crlf > lf else "\n"
+
+
+def _matches(lines: Sequence[Line], pos: int, hunk: Hunk) -> bool:
+    old = hunk.old_lines
+    end = pos + len(old)
+    if pos < 0 or end > len(lines):
+        return False
+    if any(lines[pos + i][0] != text for i, text in enumerate(old)):
+        return False
+    at_eof = end == len(lines)
+    if hunk.old_no_eol:
+        return at_eof and bool(old) and lines[-1][1] == ""
+    # A hunk that does not say "no newline" cannot end on a line that lacks one.
+    return not (at_eof and old and lines[-1][1] == "")
+
+
+def _find(lines: Sequence[Line], hunk: Hunk, expected: int, floor: int) -> int | None:
+    if not hunk.old_lines:
+        return expected if floor <= expected <= len(lines) else None
+    limit = max(len(lines), expected) + 1
+    for delta in range(limit):
+        for pos in (expected + delta, expected - delta) if delta else (expected,):
+            if pos >= floor and _matches(lines, pos, hunk):
+                return pos
+    return None
+
+
+def _new_region(lines: Sequence[Line], pos: int, hunk: Hunk, eol: str) -> list[Line]:
+    region: list[Line] = []
+    cursor = pos
+    for kind, text in hunk.lines:
+        if kind == " ":
+            region.append((text, lines[cursor][1]))
+            cursor += 1
+        elif kind == "-":
+            cursor += 1
+        else:
+            region.append((text, eol))
+    at_eof = cursor == len(lines)
+    if region and at_eof:
+        last_text, last_eol = region[-1]
+        if hunk.new_no_eol:
+            region[-1] = (last_text, "")
+        elif last_eol == "":
+            region[-1] = (last_text, eol)
+    return region
+
+
+def _apply_hunks(lines: list[Line], fd: FileDiff) -> tuple[list[Line], tuple[int, ...]]:
+    eol = dominant_eol(lines)
+    delta = floor = 0
+    offsets: list[int] = []
+    for no, hunk in enumerate(fd.hunks, 1):
+        stated = (hunk.old_start - 1 if hunk.old_len else hunk.old_start) + delta
+        pos = _find(lines, hunk, stated + (offsets[-1] if offsets else 0), floor)
+        if pos is None:
+            raise HunkMismatch(fd.path, no, f"(line {hunk.old_start}) does not match")
+        offsets.append(pos - stated)
+        region = _new_region(lines, pos, hunk, eol)
+        lines[pos : pos + len(hunk.old_lines)] = region
+        delta += len(region) - len(hunk.old_lines)
+        floor = pos + len(region)
+    return lines, tuple(offsets)
+
+
+def apply_file(data: bytes | None, fd: FileDiff) -> FileResult:
+    """Apply one file's hunks to ``data`` (None: the file does not exist)."""
+    if fd.kind == "create":
+        if data is not None:
+            raise HunkMismatch(fd.path, 1, "creates a file that already exists")
+        lines, offsets = _apply_hunks([], fd)
+        return FileResult(join_lines(lines), offsets)
+    if data is None:
+        raise HunkMismatch(fd.path, 1, "targets a file that does not exist")
+    lines, offsets = _apply_hunks(split_lines(data), fd)
+    if fd.kind == "delete":
+        if lines:
+            raise HunkMismatch(fd.path, 1, "deletes a file whose content differs")
+        return FileResult(None, offsets)
+    return FileResult(join_lines(lines), offsets)
+
+
+def apply_series(
+    files: Mapping[str, bytes | None],
+    patches: Sequence[tuple[str, Sequence[FileDiff]]],
+    reverse: bool = False,
+) -> SeriesResult:
+    """Apply (or, with ``reverse``, un-apply in reverse order) a series of patches in memory.
+
+    ``files`` maps every path the series touches to its current bytes (None: absent).
+    Raises :class:`SeriesConflict` naming the first patch that does not apply.
+    """
+    result = SeriesResult(dict(files))
+    ordered = list(reversed(patches)) if reverse else list(patches)
+    for patch_id, diffs in ordered:
+        per_patch: dict[str, tuple[int, ...]] = {}
+        for fd in diffs:
+            fd = fd.reversed() if reverse else fd
+            try:
+                outcome = apply_file(result.contents.get(fd.path), fd)
+            except HunkMismatch as exc:
+                raise SeriesConflict(patch_id, exc) from None
+            result.contents[fd.path] = outcome.data
+            per_patch[fd.path] = outcome.offsets
+            result.touched_by.setdefault(fd.path, []).append(patch_id)
+        result.offsets[patch_id] = per_patch
+    return result

@@ -1,0 +1,79 @@
+"""What commands print: rich text for people, one JSON document with ``--json``.
+
+rich is imported only when something styled is printed, to keep start-up cheap.
+
+>>> out = Output(json_mode=True)
+>>> out.doc["ok"] = True
+>>> out.line("hidden in JSON mode")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+class Output:
+    def __init__(self, json_mode: bool = False) -> None:
+        self.json_mode = json_mode
+        self.doc: dict[str, Any] = {}
+        self._console: Any = None
+
+    @property
+    def console(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(highlight=False, soft_wrap=False)
+        return self._console
+
+    def line(self, text: str, style: str | None = None) -> None:
+        if self.json_mode:
+            return
+        if style is None or os.environ.get("NO_COLOR") or not sys.stdout.isatty():
+            print(text)
+        else:
+            self.console.print(text, style=style, markup=False)
+
+    def table(self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        if self.json_mode:
+            return
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left", show_lines=False)
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*[_style(cell) for cell in row])
+        self.console.print(table)
+
+    def renderable(self, obj: Any) -> None:
+        if not self.json_mode:
+            self.console.print(obj)
+
+    def emit(self) -> None:
+        if self.json_mode:
+            print(json.dumps(self.doc, indent=2, sort_keys=True, default=str))
+
+
+_STYLES = {
+    "applied": "green",
+    "pass": "green",
+    "ok": "green",
+    "not applied": "yellow",
+    "excluded": "yellow",
+    "outdated": "yellow",
+    "drifted": "red",
+    "fail": "red",
+    "conflict": "red",
+    "not applicable": "dim",
+}
+
+
+def _style(cell: str) -> Any:
+    from rich.text import Text
+
+    return Text(cell, style=_STYLES.get(cell.split(" (")[0], ""))

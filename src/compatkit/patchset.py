@@ -1,0 +1,205 @@
+"""The patchset model: ``patchset.toml`` plus DEP-3-style patch files (pure parsing).
+
+>>> header, body = split_header("Patch-Id: patch-1\\nTitle: t\\n---\\n--- a/x\\n")
+>>> header["patch-id"], body
+('patch-1', '--- a/x\\n')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from compatkit.diffparse import FileDiff, parse_diff
+from compatkit.errors import PatchFormatError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REQUIRED_FIELDS = ("patch-id", "title", "symptom", "cause", "fix", "smoke-test")
+OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update")
+_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]?(.*)$")
+_DIFF_START = ("diff --git ", "--- ", "Index: ")
+_MAIL_FROM = re.compile(r"^From [0-9a-f]{7,64} ")
+_ALIASES = {"subject": "title", "from": "author", "date": "last-update", "smoke": "smoke-test"}
+
+
+@dataclass(frozen=True)
+class Patch:
+    id: str
+    fields: dict[str, str]
+    files: tuple[FileDiff, ...]
+    path: Path
+    diff_text: str
+
+    @property
+    def title(self) -> str:
+        return self.fields.get("title", "")
+
+    def missing_fields(self) -> list[str]:
+        return [f for f in REQUIRED_FIELDS if not self.fields.get(f, "").strip()]
+
+
+@dataclass(frozen=True)
+class Patchset:
+    name: str
+    version: str
+    summary: str
+    distribution: str
+    specifier: SpecifierSet
+    requires: tuple[Requirement, ...]
+    patches: tuple[Patch, ...]
+    root: Path
+    digest: str
+    series: tuple[str, ...] = field(default=())
+
+    def patch(self, patch_id: str) -> Patch | None:
+        return next((p for p in self.patches if p.id == patch_id), None)
+
+    @property
+    def ids(self) -> list[str]:
+        return [p.id for p in self.patches]
+
+
+def _clean_subject(value: str) -> str:
+    return re.sub(r"^\[PATCH[^\]]*\]\s*", "", value).strip()
+
+
+def split_header(text: str) -> tuple[dict[str, str], str]:
+    """Split a patch file into its header fields (lower-case names) and the diff text."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    fields: dict[str, str] = {}
+    description: list[str] = []
+    current: str | None = None
+    for i, line in enumerate(lines):
+        if line == "---" or line.startswith(_DIFF_START):
+            start = i + 1 if line == "---" else i
+            body = "\n".join(lines[start:])
+            break
+        if i == 0 and _MAIL_FROM.match(line):
+            continue
+        if line[:1] in (" ", "\t") and current is not None:
+            cont = line[1:]
+            fields[current] += "\n" + ("" if cont.strip() == "." else cont)
+            continue
+        match = _FIELD.match(line)
+        if match:
+            name = match.group(1).lower()
+            current = _ALIASES.get(name, name)
+            if current in fields and name in _ALIASES:
+                current = name  # an explicit field wins over a mail-header alias
+            fields[current] = match.group(2).strip()
+            continue
+        current = None
+        if line.strip():
+            description.append(line.strip())
+    else:
+        body = ""
+    if "title" in fields:
+        fields["title"] = _clean_subject(fields["title"])
+    if description and "description" not in fields:
+        fields["description"] = "\n".join(description)
+    return {k: v.strip() for k, v in fields.items()}, body
+
+
+def parse_patch(path: Path, raw: bytes) -> Patch:
+    label = path.name
+    text = raw.decode("utf-8", "surrogateescape")
+    if not text.strip():
+        raise PatchFormatError(f"{label}: empty patch file")
+    fields, body = split_header(text)
+    files = parse_diff(body, label)
+    patch_id = fields.get("patch-id") or path.stem
+    return Patch(patch_id, fields, files, path, body)
+
+
+def _table(data: dict[str, object], key: str, where: str) -> dict[str, object]:
+    value = data.get(key)
+    if not isinstance(value, dict):
+        raise PatchFormatError(f"{where}: missing [{key}] table")
+    return value
+
+
+def _string(table: dict[str, object], key: str, where: str) -> str:
+    value = table.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise PatchFormatError(f"{where}: '{key}' must be a non-empty string")
+    return value
+
+
+def _string_list(value: object, key: str, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PatchFormatError(f"{where}: '{key}' must be a list of strings")
+    return list(value)
+
+
+def _requirements(target: dict[str, object], where: str) -> tuple[Requirement, ...]:
+    out = []
+    for text in _string_list(target.get("requires", []), "requires", where):
+        try:
+            out.append(Requirement(text))
+        except InvalidRequirement as exc:
+            raise PatchFormatError(f"{where}: bad requirement {text!r}: {exc}") from None
+    return tuple(out)
+
+
+def _series_path(root: Path, entry: str, where: str) -> Path:
+    candidate = (root / entry).resolve()
+    if not candidate.is_relative_to(root.resolve()):
+        raise PatchFormatError(f"{where}: series entry {entry!r} leaves the patchset directory")
+    if not candidate.is_file():
+        raise PatchFormatError(f"{where}: series entry {entry!r} does not exist")
+    return candidate
+
+
+def load_patchset(root: Path) -> Patchset:
+    """Load and validate ``root/patchset.toml`` and every patch in its series."""
+    toml_path = root / "patchset.toml"
+    where = str(toml_path)
+    try:
+        raw_toml = toml_path.read_bytes()
+        data = tomllib.loads(raw_toml.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PatchFormatError(f"{where}: {exc}") from None
+    meta, target = _table(data, "patchset", where), _table(data, "target", where)
+    name = _string(meta, "name", where)
+    if name != root.name:
+        raise PatchFormatError(f"{where}: name {name!r} differs from its directory {root.name!r}")
+    try:
+        specifier = SpecifierSet(_string(target, "specifier", where))
+    except InvalidSpecifier as exc:
+        raise PatchFormatError(f"{where}: bad specifier: {exc}") from None
+    digest = hashlib.sha256(raw_toml)
+    patches: list[Patch] = []
+    raw_series = meta.get("series", data.get("series", target.get("series")))
+    series = _string_list(raw_series, "series", where)
+    for entry in series:
+        path = _series_path(root, entry, where)
+        raw = path.read_bytes()
+        digest.update(hashlib.sha256(raw).digest())
+        patches.append(parse_patch(path, raw))
+    ids = [p.id for p in patches]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise PatchFormatError(f"{where}: duplicate patch ids: {', '.join(dupes)}")
+    return Patchset(
+        name=name,
+        version=_string(meta, "version", where),
+        summary=str(meta.get("summary", "")),
+        distribution=canonicalize_name(_string(target, "distribution", where)),
+        specifier=specifier,
+        requires=_requirements(target, where),
+        patches=tuple(patches),
+        root=root,
+        digest=digest.hexdigest(),
+        series=tuple(series),
+    )

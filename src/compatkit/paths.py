@@ -1,0 +1,59 @@
+"""Path containment: which relative paths a patch may name, and where they may resolve.
+
+>>> check_relpath("pkg/mod.py")
+>>> check_relpath("../evil.py")
+Traceback (most recent call last):
+...
+compatkit.errors.CompatkitError: refused path '../evil.py': it contains '..'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from compatkit.errors import CompatkitError
+
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".data")
+
+
+def _refuse(path: str, why: str) -> CompatkitError:
+    return CompatkitError(f"refused path {path!r}: {why}")
+
+
+def check_relpath(path: str) -> None:
+    """Refuse anything but a plain, relative, forward-slash path below the root."""
+    if not path:
+        raise _refuse(path, "it is empty")
+    if any(ch in path for ch in "\x00\r\n"):
+        raise _refuse(path, "it contains a NUL or line break")
+    if "\\" in path:
+        raise _refuse(path, "it contains a backslash")
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
+        raise _refuse(path, "it is absolute")
+    parts = path.split("/")
+    if ".." in parts:
+        raise _refuse(path, "it contains '..'")
+    if any(p in ("", ".") for p in parts):
+        raise _refuse(path, "it has an empty or '.' component")
+    if any(p.endswith(_METADATA_SUFFIXES) for p in parts[:-1]):
+        raise _refuse(path, "it points into package metadata")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _refuse(path, "it is not valid UTF-8") from None
+
+
+def resolve_inside(root: Path, path: str) -> Path:
+    """``root / path``, refusing symlinks anywhere between root and the file."""
+    check_relpath(path)
+    real_root = os.path.realpath(root)
+    current = Path(root)
+    for part in path.split("/"):
+        current = current / part
+        if current.is_symlink():
+            raise _refuse(path, f"{current} is a symlink")
+    resolved = os.path.realpath(current)
+    if os.path.commonpath([real_root, resolved]) != real_root:
+        raise _refuse(path, "it resolves outside site-packages")
+    return current

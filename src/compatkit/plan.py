@@ -1,0 +1,208 @@
+"""Plan an apply or a revert as an in-memory overlay of the target, then hand it to txn.
+
+Nothing here writes: :class:`Overlay` records what each file *will* hold, and
+:meth:`Overlay.changes` turns that into the change list :func:`compatkit.txn.commit` runs. A
+re-apply of an edited patchset plans the revert of the old version and the apply of the new
+one on the same overlay, so both land in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from compatkit.engine import SeriesConflict, SeriesResult, apply_series
+from compatkit.errors import CompatkitError
+from compatkit.paths import resolve_inside
+from compatkit.patchset import Patch, Patchset
+from compatkit.records import Record, Row, hash_bytes, row_for
+from compatkit.state import FileState, PycState, State, backup_dir, state_relpath
+from compatkit.target import Dist
+from compatkit.txn import Change
+
+
+class Overlay:
+    """The target distribution's files as a transaction would leave them."""
+
+    def __init__(self, dist: Dist) -> None:
+        self.dist = dist
+        self.data: dict[str, bytes | None] = {}
+        self.mtimes: dict[str, int] = {}
+        self.record: Record = dist.read_record()
+        self._original_record = self.record
+
+    def read(self, relpath: str) -> bytes | None:
+        return self.data[relpath] if relpath in self.data else self.dist.read(relpath)
+
+    def write(self, relpath: str, data: bytes | None, mtime_ns: int | None = None) -> None:
+        self.data[relpath] = data
+        if mtime_ns is not None:
+            self.mtimes[relpath] = mtime_ns
+
+    def pycs(self, relpath: str) -> list[str]:
+        """``pycs_of(relpath)`` as this overlay would leave them."""
+        prefix = str(Path(relpath).parent / "__pycache__" / Path(relpath).stem) + "."
+        planned = [r for r in self.data if r.startswith(prefix) and r.endswith(".pyc")]
+        found = set(pycs_of(self.dist.root, relpath)) | set(planned)
+        return sorted(r for r in found if self.read(r) is not None)
+
+    def changes(self) -> list[Change]:
+        out = [
+            Change(rel, data, self.mtimes.get(rel))
+            for rel, data in self.data.items()
+            if rel in self.mtimes or self.dist.read(rel) != data
+        ]
+        if self.record != self._original_record:
+            out.append(Change(self.dist.record_relpath, self.record.render()))
+        return out
+
+
+def pycs_of(root: Path, relpath: str) -> list[str]:
+    """Bytecode files on disk compiled from ``relpath``, every tag and optimisation level."""
+    if not relpath.endswith(".py"):
+        return []
+    source = root / relpath
+    cache = source.parent / "__pycache__"
+    if not cache.is_dir():
+        return []
+    stem = source.name[:-3]
+    return sorted(
+        str(p.relative_to(root)) for p in cache.glob(f"{stem}.*.pyc") if p.name.count(".") >= 2
+    )
+
+
+def _sha(data: bytes | None) -> str | None:
+    return None if data is None else hash_bytes(data)
+
+
+def plan_revert(ov: Overlay, state: State, force: bool) -> list[str]:
+    """Plan putting back every original byte; return the problems found (empty: fine)."""
+    problems: list[str] = []
+    for f in state.files:
+        if _sha(ov.read(f.path)) != f.written_sha:
+            problems.append(f"{f.path} changed since compatkit wrote it")
+    if problems and not force:
+        return problems
+    problems = []
+    for f in state.files:
+        for pyc in ov.pycs(f.path):
+            ov.write(pyc, None)
+        original = ov.read(f.backup) if f.backup else None
+        if f.backup and original is None:
+            problems.append(f"backup of {f.path} is missing ({f.backup})")
+            continue
+        ov.write(f.path, original, f.mtime_ns)
+        if f.record_row is not None:
+            ov.record = ov.record.insert(f.record_index, Row.from_raw(f.record_row))
+        else:
+            ov.record = ov.record.without({f.path})
+    for p in state.pycs:
+        ov.write(p.path, ov.read(p.backup))
+        if p.record_row is not None:
+            ov.record = ov.record.insert(p.record_index, Row.from_raw(p.record_row))
+    own = [state_relpath(ov.dist, state.patchset)]
+    own += [f.backup for f in state.files if f.backup] + [p.backup for p in state.pycs]
+    for rel in own:
+        ov.write(rel, None)
+    ov.record = ov.record.without(set(own))
+    return problems
+
+
+def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[str]:
+    problems: list[str] = []
+    owned = ov.record.paths()
+    tops = {p.split("/", 1)[0] for p in owned if "/" in p and not p.startswith("..")}
+    for patch in patches:
+        for fd in patch.files:
+            try:
+                resolve_inside(ov.dist.root, fd.path)
+            except CompatkitError as exc:
+                problems.append(f"{patch.id}: {exc.message}")
+                continue
+            top = fd.path.split("/", 1)[0]
+            if fd.kind != "create" and fd.path not in owned:
+                problems.append(f"{patch.id}: {fd.path} is not a file of {ps.distribution}")
+            elif fd.kind == "create" and (top not in tops or top.endswith(".dist-info")):
+                problems.append(
+                    f"{patch.id}: new file {fd.path} is outside {ps.distribution}'s packages"
+                )
+    return problems
+
+
+def _check_record(ov: Overlay, paths: list[str]) -> list[str]:
+    problems = []
+    for path in paths:
+        row, data = ov.record.get(path), ov.read(path)
+        if row is not None and row.hash and data is not None and hash_bytes(data) != row.hash:
+            problems.append(f"{path} does not match its RECORD hash (edited after install?)")
+    return problems
+
+
+@dataclass
+class ApplyPlan:
+    state: State
+    result: SeriesResult
+
+
+def plan_apply(ov: Overlay, ps: Patchset, excluded: list[str], force: bool) -> ApplyPlan:
+    """Plan the series minus ``excluded`` on top of ``ov``; raise CompatkitError listing problems."""
+    selected = [p for p in ps.patches if p.id not in excluded]
+    problems = _check_ownership(ov, ps, selected)
+    paths = list(dict.fromkeys(fd.path for p in selected for fd in p.files))
+    if not problems and not force:
+        problems = _check_record(ov, paths)
+    if problems:
+        raise CompatkitError(f"{ps.name}: refusing to apply", problems)
+    base = {path: ov.read(path) for path in paths}
+    try:
+        result = apply_series(base, [(p.id, p.files) for p in selected])
+    except SeriesConflict as exc:
+        raise CompatkitError(exc.message) from None
+    state = State(ps.name, ps.version, ps.digest, ps.distribution, ov.dist.version)
+    state.applied, state.excluded, state.forced = [p.id for p in selected], excluded, force
+    state.offsets = {pid: {f: list(o) for f, o in per.items()} for pid, per in result.offsets.items()}
+    _record_changes(ov, state, base, result)
+    return ApplyPlan(state, result)
+
+
+def _record_changes(ov: Overlay, state: State, base: dict[str, bytes | None], result: SeriesResult) -> None:
+    folder = backup_dir(ov.dist, state.patchset)
+    own: list[str] = [state_relpath(ov.dist, state.patchset)]
+    for i, (path, new) in enumerate(result.contents.items()):
+        original = base[path]
+        fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
+        if original is not None:
+            fs.backup = f"{folder}/orig/{i}"
+            fs.mtime_ns = ov.mtimes.get(path) or (ov.dist.root / path).stat().st_mtime_ns
+            ov.write(fs.backup, original)
+            own.append(fs.backup)
+        row = ov.record.get(path)
+        if row is not None:
+            fs.record_row, fs.record_index = row.raw, ov.record.index(path)
+        if new is None:
+            ov.record = ov.record.without({path})
+        elif row is not None:
+            ov.record = ov.record.replace(path, row_for(path, new))
+        else:
+            ov.record = ov.record.insert(None, row_for(path, new))
+        ov.write(path, new)
+        for j, pyc in enumerate(ov.pycs(path)):
+            _drop_pyc(ov, state, pyc, f"{folder}/pyc/{i}-{j}")
+        state.files.append(fs)
+    own += [p.backup for p in state.pycs]
+    ov.write(own[0], state.to_json())
+    ov.record = ov.record.insert(None, row_for(own[0], None))
+    for rel in own[1:]:
+        ov.record = ov.record.insert(None, row_for(rel, None))
+
+
+def _drop_pyc(ov: Overlay, state: State, pyc: str, backup: str) -> None:
+    data = ov.read(pyc)
+    if data is None:
+        return
+    row = ov.record.get(pyc)
+    index = ov.record.index(pyc)
+    state.pycs.append(PycState(pyc, backup, row.raw if row else None, index))
+    ov.write(backup, data)
+    ov.write(pyc, None)
+    ov.record = ov.record.without({pyc})

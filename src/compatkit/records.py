@@ -1,0 +1,110 @@
+"""A tiny, byte-preserving model of a wheel's ``RECORD`` file (pure).
+
+Rows keep their raw text, so rewriting one row leaves every other byte of the file as it was,
+and putting the original row back gives the original file byte for byte.
+
+>>> rec = Record.parse(b"pkg/m.py,sha256=abc,3\\npkg-1.dist-info/RECORD,,\\n")
+>>> rec.get("pkg/m.py").size
+3
+>>> rec.replace("pkg/m.py", row_for("pkg/m.py", b"xyz")).render()
+b'pkg/m.py,sha256=JSxeqdOqlbxp7eqbRJTHMizMYA9ojkdM2AHuO_kd1ZQ,3\\npkg-1.dist-info/RECORD,,\\n'
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+from dataclasses import dataclass
+
+
+def hash_bytes(data: bytes) -> str:
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+@dataclass(frozen=True)
+class Row:
+    path: str
+    hash: str  # "sha256=…" or ""
+    size: int | None
+    raw: str  # the row's text without its line terminator
+
+    @classmethod
+    def from_raw(cls, raw: str) -> Row:
+        try:
+            fields = next(csv.reader([raw]))
+        except (csv.Error, StopIteration):
+            fields = [raw]
+        path = fields[0] if fields else ""
+        digest = fields[1] if len(fields) > 1 else ""
+        size_text = fields[2] if len(fields) > 2 else ""
+        size = int(size_text) if size_text.isdigit() else None
+        return cls(path, digest, size, raw)
+
+
+def row_for(path: str, data: bytes | None) -> Row:
+    """A RECORD row for ``path`` holding ``data`` (None: no hash, as for RECORD itself)."""
+    buf = io.StringIO()
+    if data is None:
+        csv.writer(buf, lineterminator="").writerow([path, "", ""])
+    else:
+        csv.writer(buf, lineterminator="").writerow([path, hash_bytes(data), len(data)])
+    return Row.from_raw(buf.getvalue())
+
+
+@dataclass(frozen=True)
+class Record:
+    rows: tuple[Row, ...]
+    terminator: str
+    final_newline: bool
+
+    @classmethod
+    def parse(cls, data: bytes) -> Record:
+        text = data.decode("utf-8", "surrogateescape")
+        terminator = "\r\n" if "\r\n" in text else "\n"
+        final_newline = text.endswith("\n")
+        body = text[: -len(terminator)] if text.endswith(terminator) else text
+        raws = body.split(terminator) if body else []
+        return cls(tuple(Row.from_raw(r) for r in raws), terminator, final_newline)
+
+    def render(self) -> bytes:
+        text = self.terminator.join(r.raw for r in self.rows)
+        if self.rows and self.final_newline:
+            text += self.terminator
+        return text.encode("utf-8", "surrogateescape")
+
+    def get(self, path: str) -> Row | None:
+        return next((r for r in self.rows if r.path == path), None)
+
+    def paths(self) -> set[str]:
+        return {r.path for r in self.rows}
+
+    def replace(self, path: str, row: Row) -> Record:
+        return Record(
+            tuple(row if r.path == path else r for r in self.rows),
+            self.terminator,
+            self.final_newline,
+        )
+
+    def without(self, paths: set[str]) -> Record:
+        return Record(
+            tuple(r for r in self.rows if r.path not in paths),
+            self.terminator,
+            self.final_newline,
+        )
+
+    def with_rows(self, rows: list[Row]) -> Record:
+        existing = self.paths()
+        new = tuple(r for r in rows if r.path not in existing)
+        return Record(self.rows + new, self.terminator, self.final_newline or not self.rows)
+
+    def index(self, path: str) -> int | None:
+        return next((i for i, r in enumerate(self.rows) if r.path == path), None)
+
+    def insert(self, index: int | None, row: Row) -> Record:
+        rows = [r for r in self.rows if r.path != row.path]
+        at = len(rows) if index is None else min(index, len(rows))
+        rows.insert(at, row)
+        return Record(tuple(rows), self.terminator, self.final_newline or not self.rows)

@@ -1,0 +1,63 @@
+"""Where patchsets come from: the ones shipped with compatkit plus ``--patchset-dir`` folders.
+
+>>> reg = Registry(extra_dirs=[])
+>>> "speculators-vllm016" in reg.names()  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from compatkit.errors import UsageError
+from compatkit.patchset import Patch, Patchset, load_patchset
+
+
+def bundled_dirs() -> list[Path]:
+    """The shipped patchsets: inside the wheel, or the repository's ``patchsets/``."""
+    here = Path(__file__).resolve().parent
+    candidates = [here / "patchsets", here.parent.parent / "patchsets"]
+    return [c for c in candidates if c.is_dir()]
+
+
+class Registry:
+    def __init__(self, extra_dirs: Sequence[Path]) -> None:
+        for d in extra_dirs:
+            if not d.is_dir():
+                raise UsageError(f"--patchset-dir {d}: not a directory")
+        # Later directories win, so a user's --patchset-dir can shadow a bundled patchset.
+        self.dirs = [*bundled_dirs(), *extra_dirs]
+        self._cache: dict[str, Patchset] = {}
+
+    def _locations(self) -> dict[str, Path]:
+        found: dict[str, Path] = {}
+        for base in self.dirs:
+            if (base / "patchset.toml").is_file():
+                found[base.name] = base
+                continue
+            for child in sorted(base.iterdir()):
+                if (child / "patchset.toml").is_file():
+                    found[child.name] = child
+        return found
+
+    def names(self) -> list[str]:
+        return sorted(self._locations())
+
+    def get(self, name: str) -> Patchset:
+        if name in self._cache:
+            return self._cache[name]
+        locations = self._locations()
+        if name not in locations:
+            known = ", ".join(sorted(locations)) or "none"
+            raise UsageError(f"unknown patchset {name!r} (known: {known})")
+        patchset = load_patchset(locations[name])
+        self._cache[name] = patchset
+        return patchset
+
+    def all(self) -> Iterator[Patchset]:
+        for name in self.names():
+            yield self.get(name)
+
+    def find_patch(self, patch_id: str) -> list[tuple[Patchset, Patch]]:
+        return [(ps, p) for ps in self.all() for p in ps.patches if p.id == patch_id]

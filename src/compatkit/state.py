@@ -1,0 +1,108 @@
+"""compatkit's record of an applied patchset, kept inside the target's ``.dist-info``.
+
+``<name>.dist-info/compatkit/<patchset>.json`` holds what was applied and what was written;
+``<name>.dist-info/compatkit/<patchset>/orig/N`` holds the original bytes. All of them are
+listed in RECORD, so ``pip uninstall`` removes them with the distribution.
+
+>>> State.from_json(State("p", "1", "d", "dist", "1.0").to_json()).patchset
+'p'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from compatkit.errors import CompatkitError
+from compatkit.target import Dist, Environment
+
+STATE_DIR = "compatkit"
+
+
+@dataclass
+class FileState:
+    path: str
+    original_sha: str | None  # None: the patchset created the file
+    written_sha: str | None  # None: the patchset deleted the file
+    backup: str | None = None  # root-relative path of the original bytes
+    mtime_ns: int | None = None
+    record_row: str | None = None  # the original RECORD row, verbatim
+    record_index: int | None = None
+    patches: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PycState:
+    path: str
+    backup: str
+    record_row: str | None = None
+    record_index: int | None = None
+
+
+@dataclass
+class State:
+    patchset: str
+    version: str
+    digest: str
+    distribution: str
+    dist_version: str
+    applied: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+    files: list[FileState] = field(default_factory=list)
+    pycs: list[PycState] = field(default_factory=list)
+    offsets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    forced: bool = False
+
+    def to_json(self) -> bytes:
+        return (json.dumps(asdict(self), indent=1, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> State:
+        raw = json.loads(data)
+        raw["files"] = [FileState(**f) for f in raw.get("files", [])]
+        raw["pycs"] = [PycState(**p) for p in raw.get("pycs", [])]
+        return cls(**raw)
+
+
+def state_relpath(dist: Dist, patchset: str) -> str:
+    return f"{dist.dist_info.name}/{STATE_DIR}/{patchset}.json"
+
+
+def backup_dir(dist: Dist, patchset: str) -> str:
+    return f"{dist.dist_info.name}/{STATE_DIR}/{patchset}"
+
+
+def load_state(dist: Dist, patchset: str) -> State | None:
+    path = dist.root / state_relpath(dist, patchset)
+    try:
+        return State.from_json(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CompatkitError(f"{path}: unreadable compatkit state ({exc})") from None
+
+
+def states_of(dist: Dist) -> list[State]:
+    folder = dist.dist_info / STATE_DIR
+    names = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+    return [s for s in (load_state(dist, n) for n in names) if s is not None]
+
+
+def find_applied(env: Environment, patchset: str) -> Dist | None:
+    """The distribution in ``env`` that holds state for ``patchset``, if any."""
+    for base in env.paths:
+        for state_file in Path(base).glob(f"*.dist-info/{STATE_DIR}/{patchset}.json"):
+            info = state_file.parent.parent
+            state = load_state(Dist("?", "?", info, info.parent), patchset)
+            if state is not None:
+                return env.find(state.distribution)
+    return None
+
+
+def applied_patchsets(env: Environment) -> list[str]:
+    """Names of every patchset applied anywhere in ``env``."""
+    names: set[str] = set()
+    for base in env.paths:
+        names.update(p.stem for p in Path(base).glob(f"*.dist-info/{STATE_DIR}/*.json"))
+    return sorted(names)

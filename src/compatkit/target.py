@@ -1,0 +1,162 @@
+"""The target environment: which interpreter, which site-packages, which distributions.
+
+Reads only. Every write goes through :mod:`compatkit.txn`.
+
+>>> env = Environment.current()
+>>> env.find("pip") is None or env.find("pip").name == "pip"
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from compatkit.errors import UsageError
+from compatkit.records import Record
+
+_PROBE = r"""
+import json, os, platform, sys, sysconfig
+impl = sys.implementation
+v = impl.version
+iv = "%d.%d.%d" % (v.major, v.minor, v.micro)
+if v.releaselevel != "final":
+    iv += v.releaselevel[0] + str(v.serial)
+paths = sysconfig.get_paths()
+print(json.dumps({
+  "executable": sys.executable,
+  "paths": [paths["purelib"], paths["platlib"]],
+  "cache_tag": impl.cache_tag,
+  "markers": {
+    "implementation_name": impl.name, "implementation_version": iv,
+    "os_name": os.name, "platform_machine": platform.machine(),
+    "platform_release": platform.release(), "platform_system": platform.system(),
+    "platform_version": platform.version(),
+    "python_full_version": platform.python_version(),
+    "platform_python_implementation": platform.python_implementation(),
+    "python_version": ".".join(platform.python_version_tuple()[:2]),
+    "sys_platform": sys.platform,
+  },
+}))
+"""
+
+
+@dataclass(frozen=True)
+class Dist:
+    """One installed distribution: its metadata directory and the root its RECORD is under."""
+
+    name: str
+    version: str
+    dist_info: Path
+    root: Path
+
+    @property
+    def record_path(self) -> Path:
+        return self.dist_info / "RECORD"
+
+    @property
+    def record_relpath(self) -> str:
+        return f"{self.dist_info.name}/RECORD"
+
+    def read_record(self) -> Record:
+        try:
+            return Record.parse(self.record_path.read_bytes())
+        except FileNotFoundError:
+            raise UsageError(f"{self.name} {self.version} has no RECORD file") from None
+
+    def read(self, relpath: str) -> bytes | None:
+        try:
+            return (self.root / relpath).read_bytes()
+        except FileNotFoundError:
+            return None
+
+
+@dataclass(frozen=True)
+class Environment:
+    executable: str
+    paths: tuple[str, ...]
+    cache_tag: str | None
+    markers: dict[str, str]
+
+    @classmethod
+    def current(cls) -> Environment:
+        from packaging.markers import default_environment
+
+        paths = sysconfig.get_paths()
+        return cls(
+            sys.executable,
+            tuple(dict.fromkeys([paths["purelib"], paths["platlib"]])),
+            sys.implementation.cache_tag,
+            dict(default_environment()),
+        )
+
+    @classmethod
+    def for_python(cls, python: str | None) -> Environment:
+        if python is None:
+            return cls.current()
+        exe = _interpreter(python)
+        try:
+            proc = subprocess.run(
+                [exe, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UsageError(f"--python {python}: cannot run it ({exc})") from None
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UsageError(f"--python {python}: not a working Python ({last})")
+        info = json.loads(proc.stdout)
+        return cls(
+            info["executable"],
+            tuple(dict.fromkeys(info["paths"])),
+            info["cache_tag"],
+            info["markers"],
+        )
+
+    def find(self, name: str) -> Dist | None:
+        """The installed distribution called ``name`` (first on the path wins), or None."""
+        import importlib_metadata
+
+        wanted = canonicalize_name(name)
+        for dist in importlib_metadata.distributions(path=list(self.paths)):
+            meta_name = dist.metadata["Name"] if dist.metadata else None
+            if not meta_name or canonicalize_name(meta_name) != wanted:
+                continue
+            info = Path(str(getattr(dist, "_path", "")))
+            if not info.name.endswith(".dist-info"):
+                continue  # egg-info installs have no RECORD to own files with
+            return Dist(meta_name, dist.version, info, info.parent)
+        return None
+
+    def require(self, name: str) -> Dist:
+        dist = self.find(name)
+        if dist is None:
+            raise UsageError(f"{name} is not installed in {self.describe()}")
+        return dist
+
+    def describe(self) -> str:
+        return f"the environment of {self.executable}"
+
+
+def _interpreter(python: str) -> str:
+    path = Path(python)
+    if path.is_dir():
+        for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
+            if candidate.exists():
+                return str(candidate)
+        raise UsageError(f"--python {python}: no interpreter in that directory")
+    if not path.exists() and os.sep not in python:
+        from shutil import which
+
+        found = which(python)
+        if found:
+            return found
+    if not path.exists():
+        raise UsageError(f"--python {python}: no such interpreter")
+    return str(path)
