@@ -25,13 +25,26 @@ class _Parser(argparse.ArgumentParser):
 def _globals(parser: argparse.ArgumentParser, sub: bool) -> None:
     """Options accepted before or after the command name."""
     default = argparse.SUPPRESS if sub else None
-    parser.add_argument("--python", metavar="PY", default=default,
-                        help="target this interpreter's environment (default: compatkit's own)")
-    parser.add_argument("--patchset-dir", metavar="DIR", action="append", type=Path,
-                        default=default if sub else [],
-                        help="also look for patchsets in DIR (repeatable)")
-    parser.add_argument("--json", action="store_true", default=default or False,
-                        help="print one JSON document on stdout")
+    parser.add_argument(
+        "--python",
+        metavar="PY",
+        default=default,
+        help="target this interpreter's environment (default: compatkit's own)",
+    )
+    parser.add_argument(
+        "--patchset-dir",
+        metavar="DIR",
+        action="append",
+        type=Path,
+        default=default if sub else [],
+        help="also look for patchsets in DIR (repeatable)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=default or False,
+        help="print one JSON document on stdout",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,10 +60,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("apply", "apply a patchset to the installed files, all or nothing")
     p.add_argument("patchset")
-    p.add_argument("--exclude", metavar="ID", action="append", default=[],
-                   help="leave this patch out of the series (repeatable)")
-    p.add_argument("--force", action="store_true",
-                   help="apply despite a version mismatch or files that differ from RECORD")
+    p.add_argument(
+        "--exclude",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="leave this patch out of the series (repeatable)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="apply despite a version mismatch or files that differ from RECORD",
+    )
     p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
 
     p = add("revert", "restore the original files, byte for byte")
@@ -71,13 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("smoke", "run the patches' smoke tests with pytest in the target environment")
     p.add_argument("patchset")
-    p.add_argument("--patch", metavar="ID", action="append", default=[],
-                   help="only this patch's smoke test (repeatable)")
+    p.add_argument(
+        "--patch",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="only this patch's smoke test (repeatable)",
+    )
+    p = add("prove", "show each smoke test fails without its patch and passes with it")
+    p.add_argument("patchset")
+    p.add_argument(
+        "--report", metavar="DIR", type=Path, help="write the table as JSON and Markdown"
+    )
     return parser
 
 
 def _run(args: argparse.Namespace, out: object) -> int:
-    from compatkit.commands import apply, explain, revert, smoke, status, verify
+    from compatkit.commands import apply, explain, prove, revert, smoke, status, verify
     from compatkit.output import Output
     from compatkit.registry import Registry
     from compatkit.state import applied_patchsets
@@ -88,8 +119,9 @@ def _run(args: argparse.Namespace, out: object) -> int:
     env = Environment.for_python(args.python)
     cmd = args.command
     if cmd == "apply":
-        return apply.apply(registry, env, args.patchset, args.exclude, args.force,
-                           args.dry_run, out)
+        return apply.apply(
+            registry, env, args.patchset, args.exclude, args.force, args.dry_run, out
+        )
     if cmd == "revert":
         return revert.revert(registry, env, args.patchset, args.force, out)
     if cmd == "verify":
@@ -104,6 +136,8 @@ def _run(args: argparse.Namespace, out: object) -> int:
         return explain.explain(registry, env, args.query, out)
     if cmd == "smoke":
         return smoke.smoke(registry, env, args.patchset, args.patch, out)
+    if cmd == "prove":
+        return prove.prove(registry, env, args.patchset, args.report, out)
     raise AssertionError(cmd)
 
 
@@ -127,10 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("compatkit: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit 3
-        print(f"compatkit: internal error: {type(exc).__name__}: {exc}\n"
-              f"This is a bug; please report it at {ISSUES_URL} with the command you ran.",
-              file=sys.stderr)
+    except Exception as exc:
+        print(
+            f"compatkit: internal error: {type(exc).__name__}: {exc}\n"
+            f"This is a bug; please report it at {ISSUES_URL} with the command you ran.",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
     out.emit()
     return code

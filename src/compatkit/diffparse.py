@@ -59,7 +59,8 @@ class FileDiff:
     hunks: tuple[Hunk, ...]
 
     def reversed(self) -> FileDiff:
-        kind: FileKind = {"modify": "modify", "create": "delete", "delete": "create"}[self.kind]
+        flip: dict[str, FileKind] = {"modify": "modify", "create": "delete", "delete": "create"}
+        kind = flip[self.kind]
         return FileDiff(self.path, kind, tuple(h.reversed() for h in self.hunks))
 
     @property
@@ -125,7 +126,9 @@ def _convert_file(pf: object, label: str) -> FileDiff:
     _refuse_unsupported(pf, where)
     if source == DEV_NULL and target == DEV_NULL:
         raise PatchFormatError(f"{where}: both sides are /dev/null")
-    kind: FileKind = "create" if source == DEV_NULL else "delete" if target == DEV_NULL else "modify"
+    kind: FileKind = (
+        "create" if source == DEV_NULL else "delete" if target == DEV_NULL else "modify"
+    )
     if kind == "modify" and source != target:
         raise PatchFormatError(f"{where}: source and target paths differ ({source} vs {target})")
     hunks = tuple(_convert_hunk(h, where) for h in pf)  # type: ignore[attr-defined]
@@ -140,8 +143,8 @@ def parse_diff(text: str, label: str) -> tuple[FileDiff, ...]:
     Line endings of the patch are normalised; an empty patch or one that unidiff rejects
     raises :class:`PatchFormatError` with a one-line message.
     """
-    from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
+    from unidiff.patch import PatchSet
 
     text = text.replace("\r\n", "\n")
     try:

@@ -38,7 +38,9 @@ class Output:
         else:
             self.console.print(text, style=style, markup=False)
 
-    def table(self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    def table(
+        self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]]
+    ) -> None:
         if self.json_mode:
             return
         from rich.table import Table

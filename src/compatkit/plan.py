@@ -13,8 +13,8 @@ from pathlib import Path
 
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
 from compatkit.errors import CompatkitError
-from compatkit.paths import resolve_inside
 from compatkit.patchset import Patch, Patchset
+from compatkit.paths import resolve_inside
 from compatkit.records import Record, Row, hash_bytes, row_for
 from compatkit.state import FileState, PycState, State, backup_dir, state_relpath
 from compatkit.target import Dist
@@ -145,7 +145,7 @@ class ApplyPlan:
 
 
 def plan_apply(ov: Overlay, ps: Patchset, excluded: list[str], force: bool) -> ApplyPlan:
-    """Plan the series minus ``excluded`` on top of ``ov``; raise CompatkitError listing problems."""
+    """Plan the series minus ``excluded`` on ``ov``; raise CompatkitError listing problems."""
     selected = [p for p in ps.patches if p.id not in excluded]
     problems = _check_ownership(ov, ps, selected)
     paths = list(dict.fromkeys(fd.path for p in selected for fd in p.files))
@@ -160,12 +160,16 @@ def plan_apply(ov: Overlay, ps: Patchset, excluded: list[str], force: bool) -> A
         raise CompatkitError(exc.message) from None
     state = State(ps.name, ps.version, ps.digest, ps.distribution, ov.dist.version)
     state.applied, state.excluded, state.forced = [p.id for p in selected], excluded, force
-    state.offsets = {pid: {f: list(o) for f, o in per.items()} for pid, per in result.offsets.items()}
+    state.offsets = {
+        pid: {f: list(o) for f, o in per.items()} for pid, per in result.offsets.items()
+    }
     _record_changes(ov, state, base, result)
     return ApplyPlan(state, result)
 
 
-def _record_changes(ov: Overlay, state: State, base: dict[str, bytes | None], result: SeriesResult) -> None:
+def _record_changes(
+    ov: Overlay, state: State, base: dict[str, bytes | None], result: SeriesResult
+) -> None:
     folder = backup_dir(ov.dist, state.patchset)
     own: list[str] = [state_relpath(ov.dist, state.patchset)]
     for i, (path, new) in enumerate(result.contents.items()):

@@ -94,7 +94,7 @@ class Environment:
             sys.executable,
             tuple(dict.fromkeys([paths["purelib"], paths["platlib"]])),
             sys.implementation.cache_tag,
-            dict(default_environment()),
+            {k: str(v) for k, v in default_environment().items()},
         )
 
     @classmethod

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from compatkit.checks import requirement_problems, state_problems
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
@@ -44,7 +46,9 @@ def apply(
     if dist is None:
         raise CompatkitError(f"{ps.name}: {problems[0]}")
     if problems and not force:
-        raise CompatkitError(f"{ps.name} does not fit this environment: {problems[0]}", problems[1:])
+        raise CompatkitError(
+            f"{ps.name} does not fit this environment: {problems[0]}", problems[1:]
+        )
     out.doc.update(patchset=ps.name, version=ps.version, distribution=dist.name, dry_run=dry_run)
     with locked(dist):
         if recover(dist):
@@ -70,29 +74,48 @@ def apply(
             raise
         changes = ov.changes()
         report = _report(plan.state.offsets, plan.result.touched_by)
-        out.doc.update(ok=True, action="dry-run" if dry_run else "applied", files=report,
-                       applied=plan.state.applied, excluded=exclude,
-                       replaced_version=state.version if state else None)
+        out.doc.update(
+            ok=True,
+            action="dry-run" if dry_run else "applied",
+            files=report,
+            applied=plan.state.applied,
+            excluded=exclude,
+            replaced_version=state.version if state else None,
+        )
         verb = "would apply" if dry_run else "applied"
         for path, info in report.items():
             out.line(f"  {path}: {', '.join(info['patches'])}{info['note']}")
         if dry_run:
-            out.line(f"{ps.name}: {verb} {len(plan.state.applied)} patches "
-                     f"({len(changes)} writes); nothing was changed")
+            out.line(
+                f"{ps.name}: {verb} {len(plan.state.applied)} patches "
+                f"({len(changes)} writes); nothing was changed"
+            )
             return 0
         commit(dist, changes)
     again = f" (replacing {state.version})" if state else ""
     left = f", excluded {', '.join(exclude)}" if exclude else ""
-    out.line(f"{ps.name} {ps.version}: {verb} {len(plan.state.applied)} patches to "
-             f"{dist.name} {dist.version}{again}{left}", style="green")
+    out.line(
+        f"{ps.name} {ps.version}: {verb} {len(plan.state.applied)} patches to "
+        f"{dist.name} {dist.version}{again}{left}",
+        style="green",
+    )
     return 0
 
 
-def _report(offsets: dict[str, dict[str, list[int]]], touched: dict[str, list[str]]) -> dict[str, dict[str, object]]:
-    report: dict[str, dict[str, object]] = {}
+def _report(
+    offsets: dict[str, dict[str, list[int]]], touched: dict[str, list[str]]
+) -> dict[str, dict[str, Any]]:
+    report: dict[str, dict[str, Any]] = {}
     for path, patch_ids in touched.items():
-        moved = [f"{pid} hunk {i + 1} offset {o:+d}" for pid in patch_ids
-                 for i, o in enumerate(offsets.get(pid, {}).get(path, [])) if o]
-        report[path] = {"patches": patch_ids, "offsets": moved,
-                        "note": f" ({'; '.join(moved)})" if moved else ""}
+        moved = [
+            f"{pid} hunk {i + 1} offset {o:+d}"
+            for pid in patch_ids
+            for i, o in enumerate(offsets.get(pid, {}).get(path, []))
+            if o
+        ]
+        report[path] = {
+            "patches": patch_ids,
+            "offsets": moved,
+            "note": f" ({'; '.join(moved)})" if moved else "",
+        }
     return report

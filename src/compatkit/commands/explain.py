@@ -23,7 +23,9 @@ def _score(query: str, patch: Patch) -> float:
     symptom = " ".join(patch.fields.get("symptom", "").lower().split())
     if q and q in symptom:
         return 2.0
-    lines = [" ".join(line.lower().split()) for line in patch.fields.get("symptom", "").splitlines()]
+    lines = [
+        " ".join(line.lower().split()) for line in patch.fields.get("symptom", "").splitlines()
+    ]
     if any(len(line) >= 20 and line in q for line in lines):
         return 1.5
     words = _words(query)
@@ -56,9 +58,16 @@ def explain(registry: Registry, env: Environment, query: str, out: Output | None
     for ps, patch in matches:
         _, _, statuses = inspect_patchset(ps, env)
         here = next(s for s in statuses if s.id == patch.id)
-        out.doc["matches"].append({"patchset": ps.name, "id": patch.id, "fields": patch.fields,
-                                   "state": here.status, "detail": here.detail,
-                                   "diff": patch.diff_text})
+        out.doc["matches"].append(
+            {
+                "patchset": ps.name,
+                "id": patch.id,
+                "fields": patch.fields,
+                "state": here.status,
+                "detail": here.detail,
+                "diff": patch.diff_text,
+            }
+        )
         _render(out, ps, patch, f"{here.status}{f' ({here.detail})' if here.detail else ''}")
     return 0
 
@@ -71,13 +80,19 @@ def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
     from rich.text import Text
 
     out.renderable(Text(f"{patch.id}: {patch.title}", style="bold"))
-    out.renderable(Text(f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier}   "
-                        f"here: {state}", style="dim"))
+    out.renderable(
+        Text(
+            f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier}   here: {state}", style="dim"
+        )
+    )
     for name in _ORDER:
         value = patch.fields.get(name)
         if value:
             out.renderable(Text(f"{name.replace('-', ' ').title()}:", style="bold cyan"))
             out.renderable(Padding(Text(value), (0, 0, 0, 2)))
-    out.renderable(Text(f"Smoke test: {patch.fields.get('smoke-test', '(none)')}", style="bold cyan"))
-    out.renderable(Syntax(patch.diff_text.strip("\n"), "diff", theme="ansi_dark",
-                          background_color="default"))
+    out.renderable(
+        Text(f"Smoke test: {patch.fields.get('smoke-test', '(none)')}", style="bold cyan")
+    )
+    out.renderable(
+        Syntax(patch.diff_text.strip("\n"), "diff", theme="ansi_dark", background_color="default")
+    )

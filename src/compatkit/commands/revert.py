@@ -41,13 +41,16 @@ def revert(
         problems = plan_revert(ov, state, force)
         if problems and not force:
             raise CompatkitError(
-                f"refusing to revert {name}: files changed since the apply (--force restores anyway)",
+                f"refusing to revert {name}: files changed since the apply",
                 problems,
             )
         if problems:
             raise CompatkitError(f"cannot revert {name}", problems)
         commit(dist, ov.changes())
     out.doc.update(ok=True, action="reverted", files=[f.path for f in state.files])
-    out.line(f"{name}: reverted {len(state.files)} files of {dist.name} {dist.version} "
-             "to their original bytes", style="green")
+    out.line(
+        f"{name}: reverted {len(state.files)} files of {dist.name} {dist.version} "
+        "to their original bytes",
+        style="green",
+    )
     return 0

@@ -6,6 +6,7 @@ import os
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 from compatkit.errors import CompatkitError, UsageError
@@ -36,23 +37,66 @@ def _require_pytest(env: Environment) -> None:
         )
 
 
-def _outcomes(junit: Path) -> dict[str, list[str]]:
-    """Test file name → outcome of every test case in it."""
-    results: dict[str, list[str]] = {}
+@dataclass(frozen=True)
+class SmokeResult:
+    verdict: str  # "pass" or "fail"
+    tests: list[str]  # outcome of each test case
+    reason: str = ""  # the first failure's message, one line
+
+
+def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
+    """Test file name → (outcome, failure message) of every test case in it."""
+    results: dict[str, list[tuple[str, str]]] = {}
     if not junit.exists():
         return results
     for case in ET.parse(junit).getroot().iter("testcase"):
         module = case.get("classname", "").split(".")
-        name = (module[-2] if len(module) > 1 and module[-1][:1].isupper() else module[-1])
-        kinds = {child.tag for child in case}
-        outcome = ("fail" if kinds & {"failure", "error"} else
-                   "skipped" if "skipped" in kinds else "pass")
-        results.setdefault(f"{name}.py", []).append(outcome)
+        name = module[-2] if len(module) > 1 and module[-1][:1].isupper() else module[-1]
+        bad = [c for c in case if c.tag in ("failure", "error")]
+        skipped = [c for c in case if c.tag == "skipped"]
+        outcome = "fail" if bad else "skipped" if skipped else "pass"
+        message = (bad or skipped)[0].get("message", "") if (bad or skipped) else ""
+        results.setdefault(f"{name}.py", []).append((outcome, " ".join(message.split())[:200]))
     return results
 
 
-def smoke(registry: Registry, env: Environment, name: str, ids: list[str],
-          out: Output | None = None, extra_args: list[str] | None = None) -> int:
+def run_smoke(
+    ps: Patchset, env: Environment, selected: list[Patch], show_output: bool
+) -> tuple[int, dict[str, SmokeResult]]:
+    """Run the selected patches' smoke tests in one pytest process in the target."""
+    files = [str(ps.root / p.fields["smoke-test"]) for p in selected]
+    with tempfile.TemporaryDirectory(prefix="compatkit-smoke-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = [
+            env.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(ps.root / "smoke"),
+            f"--junitxml={junit}",
+            "-q",
+            *files,
+        ]
+        run_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        stream = None if show_output else subprocess.DEVNULL
+        proc = subprocess.run(cmd, cwd=tmp, env=run_env, stdout=stream, stderr=stream)
+        outcomes = _outcomes(junit)
+    results = {}
+    for p in selected:
+        cases = outcomes.get(Path(p.fields["smoke-test"]).name, [])
+        verdict = "pass" if cases and all(o == "pass" for o, _ in cases) else "fail"
+        reason = next((m for o, m in cases if o != "pass"), "" if cases else "no test ran")
+        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason)
+    return proc.returncode, results
+
+
+def smoke(
+    registry: Registry, env: Environment, name: str, ids: list[str], out: Output | None = None
+) -> int:
     out = out or Output()
     ps = registry.get(name)
     selected = _select(ps, ids)
@@ -60,30 +104,40 @@ def smoke(registry: Registry, env: Environment, name: str, ids: list[str],
     dist = env.find(ps.distribution)
     state = load_state(dist, ps.name) if dist else None
     applied = state.applied if state else []
-    where = (f"applied here: {', '.join(applied) or 'none'}"
-             + (f"; excluded: {', '.join(state.excluded)}" if state and state.excluded else "")
-             if state else f"{ps.name} is not applied here")
+    where = (
+        f"applied here: {', '.join(applied) or 'none'}"
+        + (f"; excluded: {', '.join(state.excluded)}" if state and state.excluded else "")
+        if state
+        else f"{ps.name} is not applied here"
+    )
     out.line(f"{ps.name} smoke tests in {env.executable} ({where})")
-    files = [str(ps.root / p.fields["smoke-test"]) for p in selected]
-    with tempfile.TemporaryDirectory(prefix="compatkit-smoke-") as tmp:
-        junit = Path(tmp) / "junit.xml"
-        cmd = [env.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", os.devnull,
-               "--rootdir", str(ps.root / "smoke"), f"--junitxml={junit}", "-q",
-               *(extra_args or []), *files]
-        run_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        stream = None if not out.json_mode else subprocess.DEVNULL
-        proc = subprocess.run(cmd, cwd=tmp, env=run_env, stdout=stream)
-        outcomes = _outcomes(junit)
-    rows, docs = [], []
-    for p in selected:
-        results = outcomes.get(Path(p.fields["smoke-test"]).name, [])
-        verdict = "pass" if results and all(r == "pass" for r in results) else "fail"
-        rows.append([p.id, "applied" if p.id in applied else "not applied", verdict,
-                     f"{results.count('pass')}/{len(results)} tests passed"])
-        docs.append({"id": p.id, "applied": p.id in applied, "result": verdict,
-                     "tests": results})
-    ok = proc.returncode == 0 and all(d["result"] == "pass" for d in docs)
-    out.doc.update(ok=ok, patchset=ps.name, applied=applied, patches=docs,
-                   pytest_exit=proc.returncode)
+    code, results = run_smoke(ps, env, selected, show_output=not out.json_mode)
+    rows = [
+        [
+            pid,
+            "applied" if pid in applied else "not applied",
+            r.verdict,
+            f"{r.tests.count('pass')}/{len(r.tests)} passed"
+            + (f": {r.reason}" if r.reason else ""),
+        ]
+        for pid, r in results.items()
+    ]
+    ok = code == 0 and all(r.verdict == "pass" for r in results.values())
+    out.doc.update(
+        ok=ok,
+        patchset=ps.name,
+        applied=applied,
+        pytest_exit=code,
+        patches=[
+            {
+                "id": pid,
+                "applied": pid in applied,
+                "result": r.verdict,
+                "tests": r.tests,
+                "reason": r.reason,
+            }
+            for pid, r in results.items()
+        ],
+    )
     out.table(f"{ps.name} smoke tests", ["patch", "here", "smoke", "detail"], rows)
     return 0 if ok else 1

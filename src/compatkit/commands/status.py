@@ -49,16 +49,26 @@ def status(
         dist, state, statuses = inspect_patchset(ps, env)
         summary = summarize(statuses)
         found = f"{dist.name} {dist.version}" if dist else f"{ps.distribution} not installed"
-        out.doc["patchsets"].append({
-            "name": ps.name, "version": ps.version, "target": f"{ps.distribution}{ps.specifier}",
-            "installed": dist.version if dist else None, "state": summary,
-            "applied_version": state.version if state else None,
-            "patches": [{"id": s.id, "status": s.status, "detail": s.detail} for s in statuses],
-        })
-        rows = [[s.id, ps.patch(s.id).title if ps.patch(s.id) else "", s.status, s.detail]  # type: ignore[union-attr]
-                for s in statuses]
-        out.table(f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier} "
-                  f"(found {found}): {summary}", ["patch", "title", "state", "detail"], rows)
+        out.doc["patchsets"].append(
+            {
+                "name": ps.name,
+                "version": ps.version,
+                "target": f"{ps.distribution}{ps.specifier}",
+                "installed": dist.version if dist else None,
+                "state": summary,
+                "applied_version": state.version if state else None,
+                "patches": [{"id": s.id, "status": s.status, "detail": s.detail} for s in statuses],
+            }
+        )
+        rows = [
+            [s.id, ps.patch(s.id).title if ps.patch(s.id) else "", s.status, s.detail]  # type: ignore[union-attr]
+            for s in statuses
+        ]
+        out.table(
+            f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier} (found {found}): {summary}",
+            ["patch", "title", "state", "detail"],
+            rows,
+        )
     return 0
 
 
@@ -70,12 +80,28 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
         problems = requirement_problems(ps, env, dist)
         state = load_state(dist, ps.name) if dist else None
         where = "applied" if state else ("not applicable" if problems else "not applied")
-        docs.append({"name": ps.name, "version": ps.version, "patches": len(ps.patches),
-                     "target": f"{ps.distribution}{ps.specifier}",
-                     "requires": [str(r) for r in ps.requires], "state": where,
-                     "path": str(ps.root), "summary": ps.summary})
-        rows.append([ps.name, ps.version, f"{ps.distribution}{ps.specifier}",
-                     ", ".join(str(r) for r in ps.requires), str(len(ps.patches)), where])
+        docs.append(
+            {
+                "name": ps.name,
+                "version": ps.version,
+                "patches": len(ps.patches),
+                "target": f"{ps.distribution}{ps.specifier}",
+                "requires": [str(r) for r in ps.requires],
+                "state": where,
+                "path": str(ps.root),
+                "summary": ps.summary,
+            }
+        )
+        rows.append(
+            [
+                ps.name,
+                ps.version,
+                f"{ps.distribution}{ps.specifier}",
+                ", ".join(str(r) for r in ps.requires),
+                str(len(ps.patches)),
+                where,
+            ]
+        )
     out.doc["patchsets"] = docs
     out.table("patchsets", ["name", "version", "target", "requires", "patches", "here"], rows)
     return 0

@@ -23,9 +23,14 @@ def _problems(registry: Registry, env: Environment, name: str) -> list[str]:
         recover(dist)
         state = load_state(dist, name)
         if state is None:
-            lost = "" if _pristine_problems(dist) else (
-                ": the files match their RECORD, so a reinstall removed the patches "
-                "or they were never applied")
+            lost = (
+                ""
+                if _pristine_problems(dist)
+                else (
+                    ": the files match their RECORD, so a reinstall removed the patches "
+                    "or they were never applied"
+                )
+            )
             return [f"{name} is not applied to {dist.name} {dist.version}{lost}"]
         problems = [f"{name}: {p}" for p in state_problems(dist, state)]
     if state.excluded:
@@ -33,8 +38,10 @@ def _problems(registry: Registry, env: Environment, name: str) -> list[str]:
     if name in registry.names():
         ps = registry.get(name)
         if ps.digest != state.digest:
-            problems.append(f"{name}: the patchset changed since it was applied "
-                            f"({state.version} -> {ps.version}); run compatkit apply {name}")
+            problems.append(
+                f"{name}: the patchset changed since it was applied "
+                f"({state.version} -> {ps.version}); run compatkit apply {name}"
+            )
     return problems
 
 
@@ -48,8 +55,9 @@ def verify(
     out.doc.update(ok=not problems, patchsets=names, problems=problems)
     if problems:
         raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
-    out.line(f"verified: {', '.join(names)} fully applied, every patched file intact",
-             style="green")
+    out.line(
+        f"verified: {', '.join(names)} fully applied, every patched file intact", style="green"
+    )
     return 0
 
 
@@ -77,8 +85,7 @@ def verify_pristine(env: Environment, name: str, out: Output | None = None) -> i
     dist = env.require(name)
     with locked(dist, exclusive=False):
         problems = _pristine_problems(dist)
-    out.doc.update(ok=not problems, distribution=dist.name, version=dist.version,
-                   problems=problems)
+    out.doc.update(ok=not problems, distribution=dist.name, version=dist.version, problems=problems)
     if problems:
         raise CompatkitError(f"{dist.name} {dist.version} is not pristine", problems)
     out.line(f"{dist.name} {dist.version}: every file matches its RECORD", style="green")

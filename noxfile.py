@@ -1,0 +1,112 @@
+"""Sessions: tests, lint, proof (speculators-vllm016 both ways), demo. Run with ``nox -s NAME``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_venv = "yes"
+
+ROOT = Path(__file__).parent
+PYTHON = "3.11"
+REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The unit and integration tests (real wheels in real temp venvs)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff and mypy --strict."""
+    session.install("-e", ".[test]", "ruff", "mypy", "nox")
+    session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
+    session.run("mypy")
+
+
+def _real_env(session: nox.Session, name: str) -> str:
+    """A venv with the real speculators 0.3.0 + vLLM 0.16.0 stack (warm uv cache: seconds)."""
+    venv = ROOT / ".nox" / "_envs" / name
+    if not (venv / "bin" / "python").exists():
+        session.run("uv", "venv", "-q", "-p", PYTHON, str(venv), external=True)
+    # --link-mode hardlink on purpose: compatkit must never write through uv's hardlinks.
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "-q",
+        "--python",
+        str(venv / "bin" / "python"),
+        "--link-mode",
+        "hardlink",
+        *REAL_STACK,
+        external=True,
+    )
+    return str(venv / "bin" / "python")
+
+
+@nox.session(python=PYTHON)
+def proof(session: nox.Session) -> None:
+    """Each speculators-vllm016 smoke test: fails unpatched, fails without its patch, passes."""
+    session.install("-e", ".")
+    target = _real_env(session, "speculators030-vllm016")
+    session.run(
+        "compatkit",
+        "prove",
+        "speculators-vllm016",
+        "--python",
+        target,
+        "--report",
+        str(ROOT / "build" / "proof"),
+        *session.posargs,
+    )
+
+
+def _snapshot(site: Path, dist_info: str) -> dict[str, bytes]:
+    """Every file a distribution's RECORD lists, plus the whole dist-info folder."""
+    record = (site / dist_info / "RECORD").read_text().splitlines()
+    paths = {line.rsplit(",", 2)[0] for line in record if line}
+    paths |= {str(p.relative_to(site)) for p in (site / dist_info).rglob("*") if p.is_file()}
+    return {p: (site / p).read_bytes() for p in sorted(paths) if (site / p).is_file()}
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """The README demo: status, apply, smoke, explain patch-6, revert, byte-identical check."""
+    session.install("-e", ".")
+    venv = ROOT / ".nox" / "_envs" / "demo"
+    session.run("rm", "-rf", str(venv), external=True)
+    target = _real_env(session, "demo")
+    site = Path(
+        str(
+            session.run(
+                target,
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                silent=True,
+                external=True,
+            )
+        ).strip()
+    )
+    before = _snapshot(site, "speculators-0.3.0.dist-info")
+    for step in (
+        ["status", "speculators-vllm016"],
+        ["apply", "speculators-vllm016"],
+        ["verify", "speculators-vllm016"],
+        ["smoke", "speculators-vllm016"],
+        ["explain", "patch-6"],
+        ["revert", "speculators-vllm016"],
+    ):
+        session.log(f"$ compatkit {' '.join(step)}")
+        session.run("compatkit", *step, "--python", target)
+    after = _snapshot(site, "speculators-0.3.0.dist-info")
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    if changed:
+        session.error(f"not byte-identical after revert: {changed}")
+    session.log(f"byte-identical after revert: {len(before)} files, RECORD included")

@@ -1,0 +1,218 @@
+"""Shared fixtures: real wheels built in tmp_path, installed into real virtual environments."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from compatkit import txn
+from compatkit.cli import main
+from compatkit.target import Dist
+
+UV = shutil.which("uv")
+
+
+def _hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def build_wheel(directory: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    """A real, installable pure-Python wheel holding ``files``."""
+    info = f"{name}-{version}.dist-info"
+    meta = {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: compatkit-tests\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    everything = {**files, **meta}
+    record = "".join(f"{p},{_hash(d)},{len(d)}\n" for p, d in everything.items())
+    record += f"{info}/RECORD,,\n"
+    path = directory / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for p, d in everything.items():
+            zf.writestr(p, d)
+        zf.writestr(f"{info}/RECORD", record)
+    return path
+
+
+@dataclass
+class Venv:
+    root: Path
+
+    @property
+    def python(self) -> str:
+        return str(self.root / "bin" / "python")
+
+    @property
+    def site(self) -> Path:
+        return next((self.root / "lib").glob("python3*/site-packages"))
+
+    def install(self, wheel: Path, installer: str = "uv", *extra: str) -> None:
+        if installer == "uv":
+            cmd = [UV or "uv", "pip", "install", "--python", self.python, "--no-deps", *extra]
+        else:
+            cmd = [self.python, "-m", "pip", "install", "-q", "--no-deps", *extra]
+        subprocess.run([*cmd, str(wheel)], check=True, capture_output=True)
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file below site-packages (bytecode caches excluded), for byte-exact checks."""
+        return {
+            str(p.relative_to(self.site)): p.read_bytes()
+            for p in sorted(self.site.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts
+        }
+
+
+@pytest.fixture
+def make_venv(tmp_path: Path) -> Callable[..., Venv]:
+    counter = iter(range(1000))
+
+    def make(with_pip: bool = False) -> Venv:
+        root = tmp_path / f"venv{next(counter)}"
+        if with_pip or UV is None:
+            subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+        else:
+            subprocess.run([UV, "venv", "-q", "-p", sys.executable, str(root)], check=True)
+        return Venv(root)
+
+    return make
+
+
+DEMO_FILES = {
+    "demo/__init__.py": b"from demo.greet import hello\n",
+    "demo/greet.py": b"def hello(name):\n    return 'hello ' + name\n\n\nWHO = 'world'\n",
+    "demo/util.py": b"".join(f"line{i} = {i}\n".encode() for i in range(40)),
+}
+
+PATCH_GREET = """\
+Patch-Id: patch-1
+Title: Greet politely
+Symptom: ValueError: impolite greeting
+Cause: demo.greet.hello() changed in demo 1.0
+Fix: Say "hi" instead.
+Smoke-Test: smoke/test_patch_1.py
+---
+diff --git a/demo/greet.py b/demo/greet.py
+--- a/demo/greet.py
++++ b/demo/greet.py
+@@ -1,2 +1,2 @@
+ def hello(name):
+-    return 'hello ' + name
++    return 'hi ' + name
+"""
+
+PATCH_UTIL = """\
+Patch-Id: patch-2
+Title: Change line 20
+Symptom: AssertionError: line20 is wrong
+Cause: demo.util changed
+Fix: Set line20 to 200.
+Smoke-Test: smoke/test_patch_2.py
+---
+diff --git a/demo/util.py b/demo/util.py
+--- a/demo/util.py
++++ b/demo/util.py
+@@ -20,3 +20,3 @@
+ line19 = 19
+-line20 = 20
++line20 = 200
+ line21 = 21
+"""
+
+SMOKE_1 = "import demo.greet\n\ndef test_polite():\n    assert demo.greet.hello('x') == 'hi x'\n"
+SMOKE_2 = "import demo.util\n\ndef test_line20():\n    assert demo.util.line20 == 200\n"
+
+
+def write_patchset(
+    base: Path,
+    name: str = "demo-fix",
+    patches: dict[str, str] | None = None,
+    specifier: str = "==1.0",
+    requires: list[str] | None = None,
+    version: str = "1.0.0",
+    distribution: str = "demo",
+) -> Path:
+    """A patchset directory under ``base`` (the directory passed as --patchset-dir)."""
+    patches = (
+        patches if patches is not None else {"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL}
+    )
+    root = base / name
+    (root / "patches").mkdir(parents=True, exist_ok=True)
+    (root / "smoke").mkdir(exist_ok=True)
+    for fname, text in patches.items():
+        (root / "patches" / fname).write_text(text)
+    (root / "smoke" / "test_patch_1.py").write_text(SMOKE_1)
+    (root / "smoke" / "test_patch_2.py").write_text(SMOKE_2)
+    series = ", ".join(f'"patches/{f}"' for f in patches)
+    reqs = ", ".join(f'"{r}"' for r in (requires or []))
+    (root / "patchset.toml").write_text(
+        f'[patchset]\nname = "{name}"\nversion = "{version}"\nsummary = "demo"\n'
+        f"series = [{series}]\n\n"
+        f'[target]\ndistribution = "{distribution}"\nspecifier = "{specifier}"\n'
+        f"requires = [{reqs}]\n"
+    )
+    return root
+
+
+@dataclass
+class Demo:
+    venv: Venv
+    patchsets: Path
+    wheel: Path
+    capsys: pytest.CaptureFixture[str]
+
+    def run(self, *args: str) -> tuple[int, str, str]:
+        """Run the CLI in-process against this venv and patchset directory."""
+        return run_cli(
+            self.capsys, "--python", self.venv.python, "--patchset-dir", str(self.patchsets), *args
+        )
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def demo(
+    tmp_path: Path, make_venv: Callable[..., Venv], capsys: pytest.CaptureFixture[str]
+) -> Iterator[Demo]:
+    """demo 1.0 installed (uv, copy mode) in a fresh venv, plus the demo-fix patchset."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    wheel = build_wheel(wheels, "demo", "1.0", DEMO_FILES)
+    venv = make_venv()
+    venv.install(wheel, "uv", "--link-mode", "copy")
+    patchsets = tmp_path / "patchsets"
+    write_patchset(patchsets)
+    yield Demo(venv, patchsets, wheel, capsys)
+
+
+@pytest.fixture(autouse=True)
+def _guard_real_site_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any compatkit write to the test runner's own site-packages fails the test."""
+    real = {os.path.realpath(p) for p in sysconfig.get_paths().values()}
+    original = txn.commit
+
+    def guarded(dist: Dist, changes: list[txn.Change]) -> None:
+        if os.path.realpath(dist.root) in real:
+            raise AssertionError(f"a test tried to write to the real {dist.root}")
+        original(dist, changes)
+
+    monkeypatch.setattr(txn, "commit", guarded)
+    for module in ("compatkit.commands.apply", "compatkit.commands.revert"):
+        monkeypatch.setattr(f"{module}.commit", guarded)
