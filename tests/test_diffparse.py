@@ -1,0 +1,123 @@
+"""Patches written by git diff, git format-patch and diff -u all parse, with their edge cases."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compatkit.diffparse import parse_diff
+from compatkit.engine import apply_file
+from compatkit.errors import PatchFormatError
+from compatkit.patchset import parse_patch
+
+OLD = b"a\nb\nc\n"
+NEW = b"a\nB\nc\nd"  # no newline at end of file
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "t@example.org")
+    _git(repo, "config", "user.name", "T")
+    (repo / "pkg/mod.py").write_bytes(OLD)
+    (repo / "pkg/gone.py").write_bytes(b"bye\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    (repo / "pkg/mod.py").write_bytes(NEW)
+    (repo / "pkg/gone.py").unlink()
+    (repo / "pkg/new.py").write_bytes(b"hello\n")
+    _git(repo, "add", "-A")
+    return repo
+
+
+def _check(text: str) -> None:
+    files = {f.path: f for f in parse_diff(text, "t.patch")}
+    assert files["pkg/mod.py"].kind == "modify"
+    assert apply_file(OLD, files["pkg/mod.py"]).data == NEW
+    assert files["pkg/new.py"].kind == "create"
+    assert apply_file(None, files["pkg/new.py"]).data == b"hello\n"
+    assert files["pkg/gone.py"].kind == "delete"
+    assert apply_file(b"bye\n", files["pkg/gone.py"]).data is None
+
+
+def test_git_diff(repo: Path) -> None:
+    text = _git(repo, "diff", "--cached")
+    assert "\\ No newline at end of file" in text
+    _check(text)
+
+
+def test_git_format_patch(repo: Path) -> None:
+    _git(repo, "commit", "-qm", "Fix mod\n\nLonger description.")
+    text = _git(repo, "format-patch", "-1", "--stdout")
+    patch = parse_patch(Path("0001-fix.patch"), text.encode())
+    assert patch.title == "Fix mod"
+    assert patch.fields["author"].startswith("T <")
+    _check(patch.diff_text)
+
+
+def test_diff_u(tmp_path: Path) -> None:
+    for side, files in (("a", {"pkg/mod.py": OLD, "pkg/gone.py": b"bye\n"}),
+                        ("b", {"pkg/mod.py": NEW, "pkg/new.py": b"hello\n"})):
+        for rel, data in files.items():
+            (tmp_path / side / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / side / rel).write_bytes(data)
+    proc = subprocess.run(["diff", "-ruN", "a", "b"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 1
+    # diff -N writes absent files as empty ones with an epoch date; keep /dev/null semantics
+    text = proc.stdout.replace("--- a/pkg/new.py", "--- /dev/null").replace(
+        "+++ b/pkg/gone.py", "+++ /dev/null")
+    _check(text)
+
+
+def test_crlf_patch_text_is_normalised() -> None:
+    text = "--- a/m.py\r\n+++ b/m.py\r\n@@ -1 +1 @@\r\n-x\r\n+y\r\n"
+    (fd,) = parse_diff(text, "p")
+    assert apply_file(b"x\n", fd).data == b"y\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "contains no diff"),
+        ("just words\n", "contains no diff"),
+        ("--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,1 @@\n-x\n+y\n", "malformed diff"),
+        ("diff --git a/x.bin b/x.bin\nindex 1..2 100644\nGIT binary patch\nliteral 1\nJc${NULL}\n\n",
+         "binary patches are not supported"),
+        ("diff --git a/x b/x\nBinary files a/x and b/x differ\n", "binary patches are not supported"),
+        ("diff --git a/x b/x\nold mode 100644\nnew mode 100755\n", "mode changes"),
+        ("diff --git a/x b/y\nsimilarity index 100%\nrename from x\nrename to y\n", "renames"),
+        ("--- a/m.py\n+++ b/m.py\n", "file header without any hunk"),
+    ],
+)
+def test_bad_patches_get_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(PatchFormatError) as info:
+        parse_diff(text, "bad.patch")
+    assert message in info.value.message
+    assert "\n" not in info.value.message
+
+
+def test_empty_patch_file() -> None:
+    with pytest.raises(PatchFormatError, match="empty patch file"):
+        parse_patch(Path("x.patch"), b"  \n")
+
+
+def test_dep3_header_fields_and_continuations() -> None:
+    raw = (b"Patch-Id: patch-6\nTitle: Drop [0]\nSymptom: RuntimeError: Boolean value\n"
+           b"Cause: first line\n second line\n .\n third\nFix: f\nSmoke-Test: smoke/t.py\n"
+           b"X-Custom: kept\n---\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x\n+y\n")
+    patch = parse_patch(Path("p.patch"), raw)
+    assert patch.id == "patch-6"
+    assert patch.fields["cause"] == "first line\nsecond line\n\nthird"
+    assert patch.fields["x-custom"] == "kept"
+    assert patch.missing_fields() == []
+    assert parse_patch(Path("q.patch"), b"Title: t\n---\n" + raw.split(b"---\n", 1)[1]
+                       ).missing_fields() == ["patch-id", "symptom", "cause", "fix", "smoke-test"]
