@@ -17,8 +17,9 @@ NEW = b"a\nB\nc\nd"  # no newline at end of file
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 @pytest.fixture
@@ -65,8 +66,10 @@ def test_git_format_patch(repo: Path) -> None:
 
 
 def test_diff_u(tmp_path: Path) -> None:
-    for side, files in (("a", {"pkg/mod.py": OLD, "pkg/gone.py": b"bye\n"}),
-                        ("b", {"pkg/mod.py": NEW, "pkg/new.py": b"hello\n"})):
+    for side, files in (
+        ("a", {"pkg/mod.py": OLD, "pkg/gone.py": b"bye\n"}),
+        ("b", {"pkg/mod.py": NEW, "pkg/new.py": b"hello\n"}),
+    ):
         for rel, data in files.items():
             (tmp_path / side / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / side / rel).write_bytes(data)
@@ -74,7 +77,8 @@ def test_diff_u(tmp_path: Path) -> None:
     assert proc.returncode == 1
     # diff -N writes absent files as empty ones with an epoch date; keep /dev/null semantics
     text = proc.stdout.replace("--- a/pkg/new.py", "--- /dev/null").replace(
-        "+++ b/pkg/gone.py", "+++ /dev/null")
+        "+++ b/pkg/gone.py", "+++ /dev/null"
+    )
     _check(text)
 
 
@@ -90,9 +94,15 @@ def test_crlf_patch_text_is_normalised() -> None:
         ("", "contains no diff"),
         ("just words\n", "contains no diff"),
         ("--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,1 @@\n-x\n+y\n", "malformed diff"),
-        ("diff --git a/x.bin b/x.bin\nindex 1..2 100644\nGIT binary patch\nliteral 1\nJc${NULL}\n\n",
-         "binary patches are not supported"),
-        ("diff --git a/x b/x\nBinary files a/x and b/x differ\n", "binary patches are not supported"),
+        (
+            "diff --git a/x.bin b/x.bin\nindex 1..2 100644\n"
+            "GIT binary patch\nliteral 1\nJc${NULL}\n\n",
+            "binary patches are not supported",
+        ),
+        (
+            "diff --git a/x b/x\nBinary files a/x and b/x differ\n",
+            "binary patches are not supported",
+        ),
         ("diff --git a/x b/x\nold mode 100644\nnew mode 100755\n", "mode changes"),
         ("diff --git a/x b/y\nsimilarity index 100%\nrename from x\nrename to y\n", "renames"),
         ("--- a/m.py\n+++ b/m.py\n", "file header without any hunk"),
@@ -111,13 +121,16 @@ def test_empty_patch_file() -> None:
 
 
 def test_dep3_header_fields_and_continuations() -> None:
-    raw = (b"Patch-Id: patch-6\nTitle: Drop [0]\nSymptom: RuntimeError: Boolean value\n"
-           b"Cause: first line\n second line\n .\n third\nFix: f\nSmoke-Test: smoke/t.py\n"
-           b"X-Custom: kept\n---\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x\n+y\n")
+    raw = (
+        b"Patch-Id: patch-6\nTitle: Drop [0]\nSymptom: RuntimeError: Boolean value\n"
+        b"Cause: first line\n second line\n .\n third\nFix: f\nSmoke-Test: smoke/t.py\n"
+        b"X-Custom: kept\n---\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x\n+y\n"
+    )
     patch = parse_patch(Path("p.patch"), raw)
     assert patch.id == "patch-6"
     assert patch.fields["cause"] == "first line\nsecond line\n\nthird"
     assert patch.fields["x-custom"] == "kept"
     assert patch.missing_fields() == []
-    assert parse_patch(Path("q.patch"), b"Title: t\n---\n" + raw.split(b"---\n", 1)[1]
-                       ).missing_fields() == ["patch-id", "symptom", "cause", "fix", "smoke-test"]
+    assert parse_patch(
+        Path("q.patch"), b"Title: t\n---\n" + raw.split(b"---\n", 1)[1]
+    ).missing_fields() == ["patch-id", "symptom", "cause", "fix", "smoke-test"]

@@ -60,8 +60,9 @@ def test_reverse_series_restores_original() -> None:
     original = {"m.py": b"0\na\nb\nc\n"}
     forward = apply_series(original, [("p1", [fd(CHANGE_B)]), ("p2", [fd(second)])])
     assert forward.contents["m.py"] == b"0\na\nBB\nc\n"
-    back = apply_series(forward.contents, [("p1", [fd(CHANGE_B)]), ("p2", [fd(second)])],
-                        reverse=True)
+    back = apply_series(
+        forward.contents, [("p1", [fd(CHANGE_B)]), ("p2", [fd(second)])], reverse=True
+    )
     assert back.contents == original
 
 
@@ -82,6 +83,5 @@ def test_create_refuses_existing_and_delete_checks_content() -> None:
 
 
 def test_two_hunks_with_growing_offset() -> None:
-    text = ("--- a/m\n+++ b/m\n@@ -1,2 +1,3 @@\n a\n+new\n b\n"
-            "@@ -5,2 +6,2 @@\n e\n-f\n+F\n")
+    text = "--- a/m\n+++ b/m\n@@ -1,2 +1,3 @@\n a\n+new\n b\n@@ -5,2 +6,2 @@\n e\n-f\n+F\n"
     assert apply_file(b"a\nb\nc\nd\ne\nf\n", fd(text)).data == b"a\nnew\nb\nc\nd\ne\nF\n"

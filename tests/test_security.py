@@ -13,8 +13,10 @@ from conftest import Demo, build_wheel, write_patchset
 
 
 def _patch(path_a: str, path_b: str, body: str = "@@ -0,0 +1 @@\n+evil = 1\n") -> str:
-    return (f"Patch-Id: patch-1\nTitle: t\nSymptom: s\nCause: c\nFix: f\n"
-            f"Smoke-Test: smoke/test_patch_1.py\n---\n--- {path_a}\n+++ {path_b}\n{body}")
+    return (
+        f"Patch-Id: patch-1\nTitle: t\nSymptom: s\nCause: c\nFix: f\n"
+        f"Smoke-Test: smoke/test_patch_1.py\n---\n--- {path_a}\n+++ {path_b}\n{body}"
+    )
 
 
 def _refused(demo: Demo, text: str, expected: str) -> None:
@@ -52,20 +54,28 @@ def test_symlink_inside_the_package_pointing_out(demo: Demo, tmp_path: Path) -> 
 def test_file_not_in_record_is_refused(demo: Demo) -> None:
     stray = demo.venv.site / "demo" / "stray.py"
     stray.write_text("x = 1\n")
-    _refused(demo, _patch("a/demo/stray.py", "b/demo/stray.py", "@@ -1 +1 @@\n-x = 1\n+x = 2\n"),
-             "demo/stray.py is not a file of demo")
+    _refused(
+        demo,
+        _patch("a/demo/stray.py", "b/demo/stray.py", "@@ -1 +1 @@\n-x = 1\n+x = 2\n"),
+        "demo/stray.py is not a file of demo",
+    )
 
 
 def test_another_distributions_file_is_refused(demo: Demo, tmp_path: Path) -> None:
     other = build_wheel(tmp_path / "wheels", "other", "1.0", {"other/mod.py": b"x = 1\n"})
     demo.venv.install(other, "uv", "--link-mode", "copy")
-    _refused(demo, _patch("a/other/mod.py", "b/other/mod.py", "@@ -1 +1 @@\n-x = 1\n+x = 2\n"),
-             "other/mod.py is not a file of demo")
+    _refused(
+        demo,
+        _patch("a/other/mod.py", "b/other/mod.py", "@@ -1 +1 @@\n-x = 1\n+x = 2\n"),
+        "other/mod.py is not a file of demo",
+    )
 
 
 def test_binary_patch_is_refused(demo: Demo) -> None:
-    text = ("Patch-Id: patch-1\n---\ndiff --git a/demo/x.bin b/demo/x.bin\n"
-            "Binary files a/demo/x.bin and b/demo/x.bin differ\n")
+    text = (
+        "Patch-Id: patch-1\n---\ndiff --git a/demo/x.bin b/demo/x.bin\n"
+        "Binary files a/demo/x.bin and b/demo/x.bin differ\n"
+    )
     write_patchset(demo.patchsets, name="binary", patches={"0001.patch": text})
     code, _, err = demo.run("apply", "binary")
     assert code == 1 and "binary patches are not supported" in err
