@@ -27,7 +27,9 @@ class Output:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(highlight=False, soft_wrap=False)
+            plain = bool(os.environ.get("NO_COLOR"))
+            self._console = Console(highlight=False, soft_wrap=False,
+                                    color_system=None if plain else "auto")
         return self._console
 
     def line(self, text: str, style: str | None = None) -> None:

@@ -1,0 +1,166 @@
+"""Command-line behaviour: explain, errors and exit codes, NO_COLOR, concurrency, packaging."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from compatkit.cli import main
+from conftest import UV, Demo, run_cli, write_patchset
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_explain_by_id_and_by_error_text(demo: Demo) -> None:
+    code, out, _ = demo.run("explain", "patch-1")
+    assert code == 0 and "Greet politely" in out and "ValueError: impolite greeting" in out
+    code, out, _ = demo.run("explain", "Traceback ... ValueError: impolite greeting  ")
+    assert code == 0 and "patch-1: Greet politely" in out
+    code, out, _ = demo.run("explain", "demo-fix:patch-2", "--json")
+    assert json.loads(out)["matches"][0]["id"] == "patch-2"
+    code, _, err = demo.run("explain", "nothing like this at all")
+    assert code == 2 and "no patch id or symptom matches" in err
+
+
+def test_explain_finds_patch_6_by_its_error() -> None:
+    code = main(
+        [
+            "explain",
+            "--json",
+            "RuntimeError: Boolean value of Tensor with more than one value is ambiguous",
+        ]
+    )
+    assert code == 0
+
+
+def test_malformed_patch_in_a_patchset_is_one_line(demo: Demo) -> None:
+    write_patchset(
+        demo.patchsets,
+        name="broken",
+        patches={"0001.patch": "Patch-Id: patch-1\n---\n--- a/x\n+++ b/x\n@@ -1,5 +1 @@\n-a\n"},
+    )
+    code, _, err = demo.run("apply", "broken")
+    assert code == 1
+    assert err.count("\n") == 1 and "malformed diff" in err
+
+
+def test_bad_toml_is_one_line(demo: Demo) -> None:
+    bad = demo.patchsets / "badtoml"
+    bad.mkdir()
+    (bad / "patchset.toml").write_text("[patchset\nname=")
+    code, _, err = demo.run("status", "badtoml")
+    assert code == 1 and err.count("\n") == 1 and "patchset.toml" in err
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.startswith("compatkit: error: argument COMMAND")
+    code, _, err = run_cli(capsys, "--patchset-dir", "/nonexistent/dir", "list")
+    assert code == 2 and "not a directory" in err
+    code, _, err = run_cli(capsys, "--python", "/nonexistent/python", "list")
+    assert code == 2 and "no such interpreter" in err
+
+
+def test_internal_error_exit_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*_: object) -> None:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr("compatkit.commands.status.list_patchsets", boom)
+    code, _, err = run_cli(capsys, "list")
+    assert code == 3 and "This is a bug; please report it" in err and "Traceback" not in err
+
+
+def test_interrupt_exit_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("compatkit.commands.status.list_patchsets", stop)
+    assert run_cli(capsys, "list")[0] == 130
+
+
+def test_no_color_and_no_tracebacks_in_a_terminal_like_run(demo: Demo) -> None:
+    env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compatkit",
+            "--python",
+            demo.venv.python,
+            "--patchset-dir",
+            str(demo.patchsets),
+            "status",
+            "demo-fix",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 0
+    assert "\x1b[" not in proc.stdout and "demo-fix" in proc.stdout
+
+
+def test_eight_concurrent_runs_serialise(demo: Demo) -> None:
+    base = [
+        sys.executable,
+        "-m",
+        "compatkit",
+        "--python",
+        demo.venv.python,
+        "--patchset-dir",
+        str(demo.patchsets),
+    ]
+    pristine = demo.venv.snapshot()
+    verbs = ["apply", "revert", "verify", "apply", "apply", "revert", "verify", "apply"]
+    procs = [
+        subprocess.Popen(
+            [*base, v, "demo-fix"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for v in verbs
+    ]
+    errors = [p.communicate()[1] for p in procs]
+    results = [(v, p.returncode, e) for v, p, e in zip(verbs, procs, errors, strict=True)]
+    for verb, code, err in results:
+        assert "Traceback" not in err
+        assert code in ((0, 1) if verb == "verify" else (0,)), (verb, err)
+    final = subprocess.run([*base, "verify", "demo-fix"], capture_output=True).returncode
+    if final == 0:
+        assert subprocess.run([*base, "revert", "demo-fix"]).returncode == 0
+    assert demo.venv.snapshot() == pristine
+
+
+@pytest.mark.skipif(UV is None, reason="needs uv")
+def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
+    subprocess.run(
+        [UV or "uv", "build", "--wheel", "-q", "-o", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    wheel = next(tmp_path.glob("compatkit-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "compatkit/patchsets/speculators-vllm016/patchset.toml" in names
+    smoke = "compatkit/patchsets/speculators-vllm016/smoke/test_patch_6"
+    assert any(n.startswith(smoke) for n in names)
+    venv = tmp_path / "v"
+    subprocess.run([UV or "uv", "venv", "-q", "-p", sys.executable, str(venv)], check=True)
+    subprocess.run(
+        [UV or "uv", "pip", "install", "-q", "--python", str(venv / "bin/python"), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    out = subprocess.run(
+        [str(venv / "bin/compatkit"), "list", "--json"], capture_output=True, text=True, check=True
+    ).stdout
+    assert [p["name"] for p in json.loads(out)["patchsets"]] == ["speculators-vllm016"]
