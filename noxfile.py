@@ -11,6 +11,13 @@ nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).parent
+MATRIX = ROOT / "matrix.toml"
+
+
+def _cells() -> list[dict[str, object]]:
+    import tomllib
+
+    return list(tomllib.loads(MATRIX.read_text())["cell"])
 PYTHON = "3.11"
 REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
 
@@ -110,3 +117,29 @@ def demo(session: nox.Session) -> None:
     if changed:
         session.error(f"not byte-identical after revert: {changed}")
     session.log(f"byte-identical after revert: {len(before)} files, RECORD included")
+
+
+@nox.session(python=False)
+@nox.parametrize("cell", [str(c["id"]) for c in _cells()])
+def matrix(session: nox.Session, cell: str) -> None:
+    """One version-matrix cell: env, packages, compatkit, apply, verify, smoke, revert, pristine."""
+    spec = next(c for c in _cells() if c["id"] == cell)
+    venv = ROOT / ".nox" / "_envs" / f"cell-{cell}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        session.run("uv", "venv", "-q", "-p", str(spec["python"]), str(venv), external=True)
+    packages = [str(p) for p in spec["packages"]]  # type: ignore[attr-defined]
+    session.run("uv", "pip", "install", "-q", "--python", str(python), "--link-mode", "hardlink",
+                *packages, "pytest", external=True)
+    session.run("uv", "pip", "install", "-q", "--python", str(python), "-e", str(ROOT),
+                external=True)
+    session.run(str(venv / "bin" / "compatkit"), "matrix", "run", cell, "--matrix", str(MATRIX),
+                "--results", str(ROOT / "build" / "matrix"), external=True)
+
+
+@nox.session(python=PYTHON)
+def compat_docs(session: nox.Session) -> None:
+    """Build the report from build/matrix/*.json into docs/compatibility.md."""
+    session.install("-e", ".")
+    session.run("compatkit", "matrix", "report", "--results", str(ROOT / "build" / "matrix"),
+                "--docs", str(ROOT / "docs" / "compatibility.md"))

@@ -73,7 +73,7 @@ def _drifted_ids(dist: Dist, state: State) -> set[str]:
     return drifted
 
 
-def _unapplied(ps: Patchset, dist: Dist) -> list[PatchStatus]:
+def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     """Try every patch on the current files: applies, already present, or conflicts."""
     paths = {fd.path for p in ps.patches for fd in p.files}
     contents = {path: dist.read(path) for path in paths}
@@ -102,7 +102,7 @@ def patch_statuses(
         problems = requirement_problems(ps, env, dist)
         if dist is None or problems:
             return [PatchStatus(p.id, "not applicable", problems[0]) for p in ps.patches]
-        return _unapplied(ps, dist)
+        return textual_status(ps, dist)
     assert dist is not None
     drifted = _drifted_ids(dist, state)
     outdated = state.digest != ps.digest

@@ -99,6 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="only this patch's smoke test (repeatable)",
     )
+    p = add("upstream", "classify each patch against a newer release: upstream or still needed")
+    p.add_argument("patchset")
+    p.add_argument("--against", metavar="DIST==VERSION", required=True)
+
+    p = add("matrix", "version matrix: run one cell, build the report, list CI jobs")
+    p.add_argument("action", choices=["run", "report", "jobs"])
+    p.add_argument("cell", nargs="?", help="the cell id (for run)")
+    p.add_argument("--matrix", type=Path, default=Path("matrix.toml"), help="the matrix file")
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=Path("build/matrix"),
+        help="where cell results go (and the report is built from)",
+    )
+    p.add_argument("--docs", type=Path, help="report: also write the Markdown here")
+
     p = add("prove", "show each smoke test fails without its patch and passes with it")
     p.add_argument("patchset")
     p.add_argument(
@@ -108,7 +124,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace, out: object) -> int:
-    from compatkit.commands import apply, explain, prove, revert, smoke, status, verify
+    from compatkit.commands import (
+        apply,
+        explain,
+        prove,
+        revert,
+        smoke,
+        status,
+        upstream,
+        verify,
+    )
     from compatkit.output import Output
     from compatkit.registry import Registry
     from compatkit.state import applied_patchsets
@@ -136,9 +161,27 @@ def _run(args: argparse.Namespace, out: object) -> int:
         return explain.explain(registry, env, args.query, out)
     if cmd == "smoke":
         return smoke.smoke(registry, env, args.patchset, args.patch, out)
+    if cmd == "upstream":
+        target = Environment.for_python(args.python) if args.python else None
+        return upstream.upstream(registry, target, args.patchset, args.against, out)
+    if cmd == "matrix":
+        return _matrix(args, registry, env, out)
     if cmd == "prove":
         return prove.prove(registry, env, args.patchset, args.report, out)
     raise AssertionError(cmd)
+
+
+def _matrix(args: argparse.Namespace, registry: object, env: object, out: object) -> int:
+    from compatkit.commands import matrix, matrix_report
+    from compatkit.errors import UsageError
+
+    if args.action == "jobs":
+        return matrix.jobs(args.matrix)
+    if args.action == "report":
+        return matrix_report.report(args.results, args.docs, out)  # type: ignore[arg-type]
+    if not args.cell:
+        raise UsageError("matrix run needs a cell id")
+    return matrix.run(registry, env, args.matrix, args.cell, args.results, out)  # type: ignore[arg-type]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
