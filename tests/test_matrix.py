@@ -83,7 +83,7 @@ def test_cell_run_on_the_demo_patchset(demo: Demo, tmp_path: Path) -> None:
     )
     before = demo.venv.snapshot()
     results = tmp_path / "results"
-    code, out, err = demo.run(
+    code, _, err = demo.run(
         "matrix", "run", "demo", "--matrix", str(matrix), "--results", str(results)
     )
     assert code == 0, err
