@@ -44,6 +44,14 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._locations())
 
+    def location(self, name: str) -> Path:
+        """The directory of patchset ``name``, without loading it."""
+        locations = self._locations()
+        if name not in locations:
+            known = ", ".join(sorted(locations)) or "none"
+            raise UsageError(f"unknown patchset {name!r} (known: {known})")
+        return locations[name]
+
     def get(self, name: str) -> Patchset:
         if name in self._cache:
             return self._cache[name]

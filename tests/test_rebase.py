@@ -1,0 +1,187 @@
+"""compatkit rebase: port a patchset between two real wheels with a three-way merge."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from compatkit.patchset import load_patchset
+from conftest import DEMO_FILES, PATCH_GREET, PATCH_UTIL, Venv, build_wheel, run_cli, write_patchset
+
+PATCH_WHO = """\
+Patch-Id: patch-3
+Title: Greet you
+Symptom: x
+Cause: y
+Fix: z
+Smoke-Test: smoke/test_patch_1.py
+---
+--- a/demo/greet.py
++++ b/demo/greet.py
+@@ -4,2 +4,2 @@
+{blank}
+-WHO = 'world'
++WHO = 'you'
+""".format(blank=" ")
+
+PATCH_WIN = """\
+Patch-Id: patch-4
+Title: CRLF file
+Symptom: x
+Cause: y
+Fix: z
+Smoke-Test: smoke/test_patch_1.py
+---
+--- a/demo/win.py
++++ b/demo/win.py
+@@ -2,3 +2,3 @@
+ b = 2
+-c = 3
++c = 'three'
+ d = 4
+"""
+
+WIN_OLD = b"a = 1\r\nb = 2\r\nc = 3\r\nd = 4\r\ne = 5\r\n"
+WIN_NEW = b"a = 1\r\nb = 2\r\nc = 3\r\nd = 4\r\ne = 5\r\nf = 6\r\n"
+
+
+@pytest.fixture
+def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """demo 1.0, and demo 1.1: patch-1 is upstream, util moved down 3 lines, WHO changed."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    build_wheel(folder, "demo", "1.0", {**DEMO_FILES, "demo/win.py": WIN_OLD})
+    new = dict(DEMO_FILES)
+    new["demo/greet.py"] = b"def hello(name):\n    return 'hi ' + name\n\n\nWHO = 'everyone'\n"
+    new["demo/util.py"] = b"# moved\n# down\n# by three\n" + DEMO_FILES["demo/util.py"]
+    new["demo/win.py"] = WIN_NEW
+    build_wheel(folder, "demo", "1.1", new)
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "ck-cache"))
+    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
+    return folder
+
+
+def rebase(
+    capsys: pytest.CaptureFixture[str], base: Path, wheels: Path, *args: str
+) -> tuple[int, str, str]:
+    return run_cli(capsys, "rebase", "--patchset-dir", str(base), "--wheel-dir", str(wheels), *args)
+
+
+def test_each_patch_is_classified_and_conflicts_are_written(
+    tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = tmp_path / "ps"
+    old = write_patchset(
+        base,
+        patches={"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL, "0003.patch": PATCH_WHO},
+    )
+    old_files = {p: p.read_bytes() for p in old.rglob("*") if p.is_file()}
+    code, out, err = rebase(capsys, base, wheels, "demo-fix", "--to", "demo==1.1", "--json")
+    assert code == 1
+    doc = json.loads(out)
+    assert {p["id"]: p["status"] for p in doc["patches"]} == {
+        "patch-1": "upstream",
+        "patch-2": "offset",
+        "patch-3": "conflict",
+    }
+    assert doc["patches"][1]["files"][0]["offset"] == 3
+    new = base / "demo-fix-1.1"
+    conflict = new / "conflicts/patch-3/demo/greet.py"
+    assert f"resolve {conflict}" in err
+    marked = conflict.read_text()
+    assert "<<<<<<< patch-3 on demo 1.0\nWHO = 'you'\n" in marked
+    assert "=======\nWHO = 'everyone'\n>>>>>>> demo 1.1\n" in marked
+    assert (new / "retired/0001.patch").is_file()
+    assert "-line20 = 20" in (new / "patches/0002.patch").read_text()
+    assert "@@ -21,7 +21,7 @@" in (new / "patches/0002.patch").read_text()
+    # the old patchset is untouched
+    assert {p: p.read_bytes() for p in old.rglob("*") if p.is_file()} == old_files
+
+
+def test_a_clean_rebase_applies_to_the_new_version(
+    tmp_path: Path,
+    wheels: Path,
+    make_venv: Callable[..., Venv],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = tmp_path / "ps"
+    write_patchset(base, patches={"0002.patch": PATCH_UTIL, "0004.patch": PATCH_WIN})
+    code, out, err = rebase(capsys, base, wheels, "demo-fix", "--to", "demo==1.1", "--name", "v11")
+    assert code == 0, err
+    assert "patch-2" in out and "offset" in out
+    ps = load_patchset(base / "v11")
+    assert str(ps.specifier) == "==1.1" and ps.ids == ["patch-2", "patch-4"]
+    assert b"\r" not in (base / "v11/patches/0004.patch").read_bytes()
+    assert (
+        run_cli(capsys, "lint", "--patchset-dir", str(base), "--wheel-dir", str(wheels), "v11")[0]
+        == 0
+    )
+    venv = make_venv()
+    venv.install(wheels / "demo-1.1-py3-none-any.whl", "uv", "--link-mode", "copy")
+    args = ("--python", venv.python, "--patchset-dir", str(base))
+    code, _, err = run_cli(capsys, "apply", "v11", *args)
+    assert code == 0, err
+    assert (venv.site / "demo/win.py").read_bytes() == WIN_NEW.replace(b"c = 3", b"c = 'three'")
+    assert "line20 = 200\n" in (venv.site / "demo/util.py").read_text()
+
+
+def test_merge_rewrites_a_patch_whose_context_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    lines = [f"x{i} = {i}\n".encode() for i in range(10)]
+    build_wheel(folder, "demo", "1.0", {"demo/__init__.py": b"", "demo/m.py": b"".join(lines)})
+    lines_new = list(lines)
+    lines_new[3] = b"x3 = 'three'\n"  # upstream edits a line of the patch's context
+    build_wheel(folder, "demo", "2.0", {"demo/__init__.py": b"", "demo/m.py": b"".join(lines_new)})
+    patch = PATCH_UTIL.replace("demo/util.py", "demo/m.py").replace(
+        "@@ -20,3 +20,3 @@\n line19 = 19\n-line20 = 20\n+line20 = 200\n line21 = 21\n",
+        "@@ -4,5 +4,5 @@\n x3 = 3\n x4 = 4\n-x5 = 5\n+x5 = 55\n x6 = 6\n x7 = 7\n",
+    )
+    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
+    base = tmp_path / "ps"
+    write_patchset(base, patches={"0001.patch": patch})
+    code, out, err = rebase(capsys, base, folder, "demo-fix", "--to", "demo==2.0", "--json")
+    assert code == 0, err
+    (result,) = json.loads(out)["patches"]
+    assert result["status"] == "clean" and "three-way merge" in result["detail"]
+    text = (base / "demo-fix-2.0/patches/0001.patch").read_text()
+    assert " x3 = 'three'\n x4 = 4\n-x5 = 5\n+x5 = 55\n" in text
+
+
+def test_bad_target_is_a_usage_error(
+    tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_patchset(tmp_path / "ps")
+    code, _, err = rebase(capsys, tmp_path / "ps", wheels, "demo-fix", "--to", "other==1.1")
+    assert code == 2 and "--to must be demo==VERSION" in err
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_real_speculators_rebase_to_0_4_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bundled patchset against the real 0.3.0 and 0.4.0 wheels (uv cache or PyPI)."""
+    code, out, _ = run_cli(
+        capsys,
+        "rebase",
+        "speculators-vllm016",
+        "--to",
+        "speculators==0.4.0",
+        "--into",
+        str(tmp_path),
+        "--json",
+    )
+    doc = json.loads(out)
+    statuses = {p["id"]: p["status"] for p in doc["patches"]}
+    assert len(statuses) == 10
+    assert set(statuses.values()) <= {"clean", "offset", "upstream", "conflict"}
+    assert statuses["patch-3"] == "upstream"
+    # patch-2 applies as text, but 0.4.0 already passes is_encoder_decoder: a repeated keyword
+    assert statuses["patch-2"] == "conflict"
+    assert code == 1
