@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from compatkit import __version__
 from compatkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CompatkitError
@@ -40,6 +41,13 @@ def _globals(parser: argparse.ArgumentParser, sub: bool) -> None:
         help="also look for patchsets in DIR (repeatable)",
     )
     parser.add_argument(
+        "--config",
+        metavar="PYPROJECT",
+        type=Path,
+        default=default,
+        help="the pyproject.toml with [tool.compatkit] (default: the nearest one)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         default=default or False,
@@ -59,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     p = add("apply", "apply a patchset to the installed files, all or nothing")
-    p.add_argument("patchset")
+    p.add_argument("patchset", nargs="?", help="default: the project's [tool.compatkit] set")
     p.add_argument(
         "--exclude",
         metavar="ID",
@@ -79,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="restore even files edited after apply")
 
     p = add("verify", "check that patchsets are fully applied and intact")
-    p.add_argument("patchset", nargs="*")
+    p.add_argument("patchset", nargs="*", help="default: the project's [tool.compatkit] set")
     p.add_argument("--pristine", metavar="DIST", help="check a whole distribution against RECORD")
 
     p = add("status", "show each patch's state in the target environment")
@@ -120,13 +128,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--report", metavar="DIR", type=Path, help="write the table as JSON and Markdown"
     )
+    _authoring_commands(add)
+    p = add("completion", "print a bash or zsh completion script")
+    p.add_argument("shell", choices=["bash", "zsh"])
+    p = cmds.add_parser("_names")  # hidden: names for shell completion
+    _globals(p, sub=True)
+    p.add_argument("kind", choices=["patchsets", "ids"])
     return parser
+
+
+def _wheel_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wheel-dir",
+        metavar="DIR",
+        action="append",
+        type=Path,
+        default=[],
+        help="look for wheels in DIR first (repeatable; also COMPATKIT_WHEEL_DIR)",
+    )
+
+
+def _authoring_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    p = add("diff", "turn hand edits of an installed distribution into a new patch")
+    p.add_argument("distribution")
+    p.add_argument("--patchset", required=True, metavar="NAME", help="patchset to add it to")
+    p.add_argument("--id", required=True, metavar="ID", help="the new patch's id (patch-11)")
+    p.add_argument("--title", metavar="TEXT", help="the new patch's one-line title")
+    _wheel_options(p)
+
+    p = add("lint", "check patchsets: headers, ids, series, smoke tests, and the pristine wheel")
+    p.add_argument("patchset", nargs="*", help="names or directories (default: all)")
+    p.add_argument("--offline", action="store_true", help="skip the checks that need wheels")
+    _wheel_options(p)
+
+    p = add("rebase", "port a patchset to a new upstream version with a three-way merge")
+    p.add_argument("patchset")
+    p.add_argument("--to", required=True, metavar="DIST==VERSION", help="the new target")
+    p.add_argument("--name", metavar="NAME", help="the new patchset's name (default: NAME-VERSION)")
+    p.add_argument("--into", metavar="DIR", type=Path, help="where to write it")
+    _wheel_options(p)
 
 
 def _run(args: argparse.Namespace, out: object) -> int:
     from compatkit.commands import (
         apply,
+        completion,
         explain,
+        project,
         prove,
         revert,
         smoke,
@@ -134,15 +182,34 @@ def _run(args: argparse.Namespace, out: object) -> int:
         upstream,
         verify,
     )
+    from compatkit.config import find_config
+    from compatkit.errors import UsageError
     from compatkit.output import Output
     from compatkit.registry import Registry
     from compatkit.state import applied_patchsets
     from compatkit.target import Environment
 
     assert isinstance(out, Output)
-    registry = Registry(args.patchset_dir)
+    if args.command == "diff" and args.patchset_dir:
+        args.patchset_dir[-1].mkdir(parents=True, exist_ok=True)  # where diff writes
+    config = find_config(Path.cwd(), args.config)
+    registry = Registry([*args.patchset_dir, *(config.patchset_dirs if config else [])])
     env = Environment.for_python(args.python)
     cmd = args.command
+    if cmd in ("apply", "verify") and not args.patchset and not getattr(args, "pristine", None):
+        if config is None and cmd == "verify":
+            return verify.verify(registry, env, applied_patchsets(env), out)
+        if config is None:
+            raise UsageError(
+                f"{cmd} needs a patchset name, or a [tool.compatkit] table in "
+                "pyproject.toml (searched upwards from the current directory)"
+            )
+        run = project.apply_project if cmd == "apply" else project.verify_project
+        return run(config, registry, env, out)
+    if cmd == "completion":
+        return completion.completion(build_parser(), args.shell)
+    if cmd == "_names":
+        return completion.names(registry, args.kind, out)
     if cmd == "apply":
         return apply.apply(
             registry, env, args.patchset, args.exclude, args.force, args.dry_run, out
@@ -152,7 +219,7 @@ def _run(args: argparse.Namespace, out: object) -> int:
     if cmd == "verify":
         if args.pristine:
             return verify.verify_pristine(env, args.pristine, out)
-        return verify.verify(registry, env, args.patchset or applied_patchsets(env), out)
+        return verify.verify(registry, env, args.patchset, out)
     if cmd == "status":
         return status.status(registry, env, args.patchset, out)
     if cmd == "list":
@@ -168,6 +235,8 @@ def _run(args: argparse.Namespace, out: object) -> int:
         return _matrix(args, registry, env, out)
     if cmd == "prove":
         return prove.prove(registry, env, args.patchset, args.report, out)
+    if cmd in ("diff", "lint", "rebase"):
+        return _run_authoring(args, registry, env, out)
     raise AssertionError(cmd)
 
 
@@ -182,6 +251,23 @@ def _matrix(args: argparse.Namespace, registry: object, env: object, out: object
     if not args.cell:
         raise UsageError("matrix run needs a cell id")
     return matrix.run(registry, env, args.matrix, args.cell, args.results, out)  # type: ignore[arg-type]
+
+
+def _run_authoring(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
+    from compatkit.commands import diff, lint, rebase
+    from compatkit.wheels import WheelSource
+
+    offline = getattr(args, "offline", False)
+    wheels = WheelSource.configure(args.wheel_dir, offline, env.executable)
+    dirs = args.patchset_dir
+    if args.command == "diff":
+        into = dirs[-1] if dirs else Path("patchsets")
+        return diff.diff(
+            registry, env, args.distribution, args.patchset, args.id, args.title, into, wheels, out
+        )
+    if args.command == "lint":
+        return lint.lint(registry, args.patchset, dirs, wheels, out)
+    return rebase.rebase(registry, args.patchset, args.to, args.name, args.into, wheels, out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

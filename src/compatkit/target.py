@@ -124,7 +124,9 @@ class Environment:
         import importlib_metadata
 
         wanted = canonicalize_name(name)
-        for dist in importlib_metadata.distributions(path=list(self.paths)):
+        # name= takes importlib-metadata's fast path: it matches normalised folder names
+        # instead of reading every distribution's METADATA.
+        for dist in importlib_metadata.distributions(name=wanted, path=list(self.paths)):
             meta_name = dist.metadata["Name"] if dist.metadata else None
             if not meta_name or canonicalize_name(meta_name) != wanted:
                 continue

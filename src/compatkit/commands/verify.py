@@ -49,6 +49,10 @@ def verify(
     registry: Registry, env: Environment, names: list[str], out: Output | None = None
 ) -> int:
     out = out or Output()
+    if not names:
+        out.doc.update(ok=True, patchsets=[], problems=[])
+        out.line("no patchset is applied in this environment; nothing to verify")
+        return 0
     problems: list[str] = []
     for name in names:
         problems += _problems(registry, env, name)

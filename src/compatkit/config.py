@@ -1,0 +1,75 @@
+"""A project's ``[tool.compatkit]`` table: the patchsets it needs and how strict to be.
+
+::
+
+    [tool.compatkit]
+    patchsets = ["speculators-vllm016"]
+    patchset-dirs = ["patches"]        # relative to this pyproject.toml
+    on-mismatch = "strict"             # or "warn"
+
+>>> parse_config({"tool": {"compatkit": {"patchsets": ["a"]}}}, Path("/p/pyproject.toml")).policy
+'strict'
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from compatkit.errors import PatchFormatError, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+POLICIES = ("strict", "warn")
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    path: Path
+    patchsets: tuple[str, ...]
+    patchset_dirs: tuple[Path, ...]
+    policy: str = "strict"
+
+
+def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
+    tool = data.get("tool")
+    table = tool.get("compatkit") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise PatchFormatError(f"{path}: [tool.compatkit] must be a table")
+    names = table.get("patchsets", [])
+    dirs = table.get("patchset-dirs", [])
+    policy = table.get("on-mismatch", "strict")
+    for key, value in (("patchsets", names), ("patchset-dirs", dirs)):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise PatchFormatError(f"{path}: [tool.compatkit] {key} must be a list of strings")
+    if policy not in POLICIES:
+        raise PatchFormatError(f"{path}: [tool.compatkit] on-mismatch must be strict or warn")
+    base = path.parent
+    return ProjectConfig(path, tuple(names), tuple(base / d for d in dirs), str(policy))
+
+
+def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | None:
+    """The nearest pyproject.toml with a [tool.compatkit] table, walking up from ``start``."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise UsageError(f"--config {explicit}: no such file")
+        candidates = [explicit]
+    else:
+        candidates = [d / "pyproject.toml" for d in (start, *start.parents)]
+    for candidate in candidates:
+        if not candidate.is_file():
+            continue
+        try:
+            data = tomllib.loads(candidate.read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise PatchFormatError(f"{candidate}: {exc}") from None
+        config = parse_config(data, candidate)
+        if config is not None or explicit is not None:
+            return config
+    return None
