@@ -12,7 +12,9 @@ def test_vllm_config_is_synchronous(create_config, gen_mod):
         cfg = create_config(tensor_parallel_size=tp)
         # Unpatched (silent): async_scheduling is True, so workers run the
         # async-output path (WorkerProc async_output_copy_thread).
-        assert cfg.scheduler_config.async_scheduling is False, (
-            f"tp={tp}: backend={cfg.parallel_config.distributed_executor_backend}"
+        sched = cfg.scheduler_config
+        assert sched.async_scheduling is False, (
+            f"tp={tp}: async_scheduling={sched.async_scheduling!r} "
+            f"(executor backend {cfg.parallel_config.distributed_executor_backend!r})"
         )
         assert cfg.scheduler_config.get_scheduler_cls() is gen_mod.Scheduler

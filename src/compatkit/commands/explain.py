@@ -72,6 +72,19 @@ def explain(registry: Registry, env: Environment, query: str, out: Output | None
     return 0
 
 
+def reflow(text: str) -> str:
+    """Join a header field's wrapped lines into paragraphs; indented lines stay verbatim."""
+    blocks: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            blocks.append("")
+        elif line[:1].isspace() or not blocks or not blocks[-1] or blocks[-1][:1].isspace():
+            blocks.append(line)
+        else:
+            blocks[-1] += " " + line.strip()
+    return "\n".join(blocks)
+
+
 def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
     if out.json_mode:
         return
@@ -89,7 +102,7 @@ def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
         value = patch.fields.get(name)
         if value:
             out.renderable(Text(f"{name.replace('-', ' ').title()}:", style="bold cyan"))
-            out.renderable(Padding(Text(value), (0, 0, 0, 2)))
+            out.renderable(Padding(Text(reflow(value)), (0, 0, 0, 2)))
     out.renderable(
         Text(f"Smoke test: {patch.fields.get('smoke-test', '(none)')}", style="bold cyan")
     )
