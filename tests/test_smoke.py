@@ -1,0 +1,59 @@
+"""compatkit smoke and prove on the demo patchset, in a real target venv."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import UV, Demo
+
+pytestmark = pytest.mark.skipif(UV is None, reason="needs uv")
+
+
+def _add_pytest(demo: Demo) -> None:
+    subprocess.run(
+        [UV or "uv", "pip", "install", "-q", "--python", demo.venv.python, "pytest"], check=True
+    )
+
+
+def test_missing_pytest_is_a_clear_error(demo: Demo) -> None:
+    code, _, err = demo.run("smoke", "demo-fix")
+    assert code == 1
+    assert "pytest is not installed in the target environment" in err
+    assert err.count("\n") == 1
+
+
+def test_smoke_reports_per_patch_and_exit_code(demo: Demo) -> None:
+    _add_pytest(demo)
+    code, out, _ = demo.run("smoke", "demo-fix", "--json")
+    doc = json.loads(out)
+    assert code == 1 and doc["applied"] == []
+    assert [p["result"] for p in doc["patches"]] == ["fail", "fail"]
+    assert "assert 'hello x' == 'hi x'" in doc["patches"][0]["reason"]
+    assert demo.run("apply", "demo-fix", "--exclude", "patch-2")[0] == 0
+    code, out, _ = demo.run("smoke", "demo-fix", "--json")
+    assert [p["result"] for p in json.loads(out)["patches"]] == ["pass", "fail"]
+    code, out, _ = demo.run("smoke", "demo-fix", "--patch", "patch-1")
+    assert code == 0 and "excluded: patch-2" in out
+
+
+def test_prove_demo_patchset(demo: Demo, tmp_path: Path) -> None:
+    _add_pytest(demo)
+    before = demo.venv.snapshot()
+    code, _, err = demo.run("prove", "demo-fix", "--report", str(tmp_path / "r"))
+    assert code == 0, err
+    rows = json.loads((tmp_path / "r" / "demo-fix.json").read_text())
+    assert [(r["unpatched"], r["without"], r["patched"]) for r in rows] == [
+        ("fail", "fail", "pass")
+    ] * 2
+    assert demo.venv.snapshot() == before
+
+
+def test_prove_catches_a_smoke_test_that_cannot_fail(demo: Demo) -> None:
+    _add_pytest(demo)
+    (demo.patchsets / "demo-fix/smoke/test_patch_2.py").write_text("def test_ok():\n    pass\n")
+    code, _, err = demo.run("prove", "demo-fix")
+    assert code == 1 and "not proven both ways: patch-2" in err
