@@ -169,75 +169,99 @@ def _authoring_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> N
     _wheel_options(p)
 
 
-def _run(args: argparse.Namespace, out: object) -> int:
-    from compatkit.commands import (
-        apply,
-        completion,
-        explain,
-        project,
-        prove,
-        revert,
-        smoke,
-        status,
-        upstream,
-        verify,
-    )
-    from compatkit.config import find_config
+def _project(args: argparse.Namespace, config: Any, registry: Any, env: Any, out: Any) -> int:
+    """apply / verify with no patchset name: the project's [tool.compatkit] set."""
     from compatkit.errors import UsageError
-    from compatkit.output import Output
+
+    if config is None and args.command == "verify":
+        from compatkit.commands.verify import verify
+        from compatkit.state import applied_patchsets
+
+        return verify(registry, env, applied_patchsets(env), out)
+    if config is None:
+        raise UsageError(
+            f"{args.command} needs a patchset name, or a [tool.compatkit] table in "
+            "pyproject.toml (searched upwards from the current directory)"
+        )
+    from compatkit.commands import project
+
+    run = project.apply_project if args.command == "apply" else project.verify_project
+    return run(config, registry, env, out)
+
+
+def _dispatch(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
+    """Import only the module of the command being run: start-up time is a tracked figure."""
+    cmd = args.command
+    if cmd == "apply":
+        from compatkit.commands.apply import apply
+
+        return apply(registry, env, args.patchset, args.exclude, args.force, args.dry_run, out)
+    if cmd == "revert":
+        from compatkit.commands.revert import revert
+
+        return revert(registry, env, args.patchset, args.force, out)
+    if cmd == "verify":
+        from compatkit.commands import verify
+
+        if args.pristine:
+            return verify.verify_pristine(env, args.pristine, out)
+        return verify.verify(registry, env, args.patchset, out)
+    if cmd in ("status", "list"):
+        from compatkit.commands import status
+
+        if cmd == "list":
+            return status.list_patchsets(registry, env, out)
+        return status.status(registry, env, args.patchset, out)
+    if cmd == "explain":
+        from compatkit.commands.explain import explain
+
+        return explain(registry, env, args.query, out)
+    return _dispatch_more(args, registry, env, out)
+
+
+def _dispatch_more(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
+    cmd = args.command
+    if cmd == "smoke":
+        from compatkit.commands.smoke import smoke
+
+        return smoke(registry, env, args.patchset, args.patch, out)
+    if cmd == "upstream":
+        from compatkit.commands.upstream import upstream
+        from compatkit.target import Environment
+
+        target = Environment.for_python(args.python) if args.python else None
+        return upstream(registry, target, args.patchset, args.against, out)
+    if cmd == "prove":
+        from compatkit.commands.prove import prove
+
+        return prove(registry, env, args.patchset, args.report, out)
+    if cmd in ("completion", "_names"):
+        from compatkit.commands import completion
+
+        if cmd == "completion":
+            return completion.completion(build_parser(), args.shell)
+        return completion.names(registry, args.kind, out)
+    if cmd == "matrix":
+        return _matrix(args, registry, env, out)
+    if cmd in ("diff", "lint", "rebase"):
+        return _run_authoring(args, registry, env, out)
+    raise AssertionError(cmd)
+
+
+def _run(args: argparse.Namespace, out: Any) -> int:
+    from compatkit.config import find_config
     from compatkit.registry import Registry
-    from compatkit.state import applied_patchsets
     from compatkit.target import Environment
 
-    assert isinstance(out, Output)
     if args.command == "diff" and args.patchset_dir:
         args.patchset_dir[-1].mkdir(parents=True, exist_ok=True)  # where diff writes
     config = find_config(Path.cwd(), args.config)
     registry = Registry([*args.patchset_dir, *(config.patchset_dirs if config else [])])
     env = Environment.for_python(args.python)
-    cmd = args.command
-    if cmd in ("apply", "verify") and not args.patchset and not getattr(args, "pristine", None):
-        if config is None and cmd == "verify":
-            return verify.verify(registry, env, applied_patchsets(env), out)
-        if config is None:
-            raise UsageError(
-                f"{cmd} needs a patchset name, or a [tool.compatkit] table in "
-                "pyproject.toml (searched upwards from the current directory)"
-            )
-        run = project.apply_project if cmd == "apply" else project.verify_project
-        return run(config, registry, env, out)
-    if cmd == "completion":
-        return completion.completion(build_parser(), args.shell)
-    if cmd == "_names":
-        return completion.names(registry, args.kind, out)
-    if cmd == "apply":
-        return apply.apply(
-            registry, env, args.patchset, args.exclude, args.force, args.dry_run, out
-        )
-    if cmd == "revert":
-        return revert.revert(registry, env, args.patchset, args.force, out)
-    if cmd == "verify":
-        if args.pristine:
-            return verify.verify_pristine(env, args.pristine, out)
-        return verify.verify(registry, env, args.patchset, out)
-    if cmd == "status":
-        return status.status(registry, env, args.patchset, out)
-    if cmd == "list":
-        return status.list_patchsets(registry, env, out)
-    if cmd == "explain":
-        return explain.explain(registry, env, args.query, out)
-    if cmd == "smoke":
-        return smoke.smoke(registry, env, args.patchset, args.patch, out)
-    if cmd == "upstream":
-        target = Environment.for_python(args.python) if args.python else None
-        return upstream.upstream(registry, target, args.patchset, args.against, out)
-    if cmd == "matrix":
-        return _matrix(args, registry, env, out)
-    if cmd == "prove":
-        return prove.prove(registry, env, args.patchset, args.report, out)
-    if cmd in ("diff", "lint", "rebase"):
-        return _run_authoring(args, registry, env, out)
-    raise AssertionError(cmd)
+    no_name = args.command in ("apply", "verify") and not args.patchset
+    if no_name and not getattr(args, "pristine", None):
+        return _project(args, config, registry, env, out)
+    return _dispatch(args, registry, env, out)
 
 
 def _matrix(args: argparse.Namespace, registry: object, env: object, out: object) -> int:
