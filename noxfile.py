@@ -18,6 +18,8 @@ def _cells() -> list[dict[str, object]]:
     import tomllib
 
     return list(tomllib.loads(MATRIX.read_text())["cell"])
+
+
 PYTHON = "3.11"
 REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
 
@@ -129,17 +131,107 @@ def matrix(session: nox.Session, cell: str) -> None:
     if not python.exists():
         session.run("uv", "venv", "-q", "-p", str(spec["python"]), str(venv), external=True)
     packages = [str(p) for p in spec["packages"]]  # type: ignore[attr-defined]
-    session.run("uv", "pip", "install", "-q", "--python", str(python), "--link-mode", "hardlink",
-                *packages, "pytest", external=True)
-    session.run("uv", "pip", "install", "-q", "--python", str(python), "-e", str(ROOT),
-                external=True)
-    session.run(str(venv / "bin" / "compatkit"), "matrix", "run", cell, "--matrix", str(MATRIX),
-                "--results", str(ROOT / "build" / "matrix"), external=True)
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "-q",
+        "--python",
+        str(python),
+        "--link-mode",
+        "hardlink",
+        *packages,
+        "pytest",
+        external=True,
+    )
+    session.run(
+        "uv", "pip", "install", "-q", "--python", str(python), "-e", str(ROOT), external=True
+    )
+    session.run(
+        str(venv / "bin" / "compatkit"),
+        "matrix",
+        "run",
+        cell,
+        "--matrix",
+        str(MATRIX),
+        "--results",
+        str(ROOT / "build" / "matrix"),
+        external=True,
+    )
 
 
 @nox.session(python=PYTHON)
 def compat_docs(session: nox.Session) -> None:
     """Build the report from build/matrix/*.json into docs/compatibility.md."""
     session.install("-e", ".")
-    session.run("compatkit", "matrix", "report", "--results", str(ROOT / "build" / "matrix"),
-                "--docs", str(ROOT / "docs" / "compatibility.md"))
+    session.run(
+        "compatkit",
+        "matrix",
+        "report",
+        "--results",
+        str(ROOT / "build" / "matrix"),
+        "--docs",
+        str(ROOT / "docs" / "compatibility.md"),
+    )
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """P1-P4 as ratios to references measured in the same run (``-- --quick`` for CI)."""
+    session.install("-e", ".")
+    target = _real_env(session, "bench")
+    # compatkit as users get it: a real (not editable) install with compiled bytecode
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "-q",
+        "--python",
+        target,
+        "--reinstall-package",
+        "compatkit",
+        str(ROOT),
+        external=True,
+    )
+    site = str(
+        session.run(
+            target,
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            silent=True,
+            external=True,
+        )
+    ).strip()
+    packages = [
+        "compatkit",
+        "rich",
+        "packaging",
+        "importlib_metadata",
+        "zipp",
+        "unidiff",
+        "pygments",
+        "markdown_it",
+        "shtab",
+        "merge3",
+    ]
+    session.run(
+        target,
+        "-m",
+        "compileall",
+        "-q",
+        *[f"{site}/{p}" for p in packages],
+        external=True,
+        success_codes=[0, 1],
+    )
+    quick = "--quick" in session.posargs
+    out = ROOT / ("build/benchmarks-quick.md" if quick else "docs/benchmarks.md")
+    out.parent.mkdir(exist_ok=True)
+    session.run(
+        "python",
+        str(ROOT / "bench" / "run.py"),
+        "--python",
+        target,
+        "--out",
+        str(out),
+        *session.posargs,
+    )

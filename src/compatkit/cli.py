@@ -7,13 +7,20 @@ Exit codes: 0 ok; 1 expected failure (mismatch, conflict, verify failed); 2 usag
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from compatkit import __version__
-from compatkit.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, CompatkitError
+from compatkit.errors import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CompatkitError,
+)
 
 ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
 
@@ -314,6 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("compatkit: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`compatkit status | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILED
     except Exception as exc:
         print(
             f"compatkit: internal error: {type(exc).__name__}: {exc}\n"

@@ -1,6 +1,7 @@
-"""What commands print: rich text for people, one JSON document with ``--json``.
+"""What commands print: rich tables in a terminal, plain text in a pipe, JSON with ``--json``.
 
-rich is imported only when something styled is printed, to keep start-up cheap.
+rich is imported only when stdout is a terminal: hooks and CI jobs, which read compatkit
+through a pipe, get aligned plain text and do not pay rich's import time (benchmark P1).
 
 >>> out = Output(json_mode=True)
 >>> out.doc["ok"] = True
@@ -21,6 +22,7 @@ class Output:
         self.json_mode = json_mode
         self.doc: dict[str, Any] = {}
         self._console: Any = None
+        self.rich = not json_mode and sys.stdout.isatty()
 
     @property
     def console(self) -> Any:
@@ -28,8 +30,9 @@ class Output:
             from rich.console import Console
 
             plain = bool(os.environ.get("NO_COLOR"))
-            self._console = Console(highlight=False, soft_wrap=False,
-                                    color_system=None if plain else "auto")
+            self._console = Console(
+                highlight=False, soft_wrap=False, color_system=None if plain else "auto"
+            )
         return self._console
 
     def line(self, text: str, style: str | None = None) -> None:
@@ -45,6 +48,9 @@ class Output:
     ) -> None:
         if self.json_mode:
             return
+        if not self.rich:
+            print(plain_table(title, columns, rows))
+            return
         from rich.table import Table
 
         table = Table(title=title, title_justify="left", show_lines=False)
@@ -55,12 +61,24 @@ class Output:
         self.console.print(table)
 
     def renderable(self, obj: Any) -> None:
-        if not self.json_mode:
+        if self.rich:
             self.console.print(obj)
 
     def emit(self) -> None:
         if self.json_mode:
             print(json.dumps(self.doc, indent=2, sort_keys=True, default=str))
+
+
+def plain_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell; multi-line cells keep only their first line."""
+    cells = [list(columns)] + [[str(c).splitlines()[0] if c else "" for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    lines = [title] if title else []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 _STYLES = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 
 from compatkit.commands.status import inspect_patchset
 from compatkit.errors import UsageError
@@ -85,27 +86,42 @@ def reflow(text: str) -> str:
     return "\n".join(blocks)
 
 
+def _sections(ps: Patchset, patch: Patch, state: str) -> list[tuple[str, str]]:
+    """(heading, body) pairs; the first heading is the title line."""
+    parts = [
+        (
+            f"{patch.id}: {patch.title}",
+            f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier}   here: {state}",
+        )
+    ]
+    for name in _ORDER:
+        value = patch.fields.get(name)
+        if value:
+            parts.append((f"{name.replace('-', ' ').title()}:", reflow(value)))
+    parts.append((f"Smoke test: {patch.fields.get('smoke-test', '(none)')}", ""))
+    return parts
+
+
 def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
     if out.json_mode:
+        return
+    sections = _sections(ps, patch, state)
+    if not out.rich:
+        for heading, body in sections:
+            print(heading)
+            print(textwrap.indent(textwrap.fill(body, 98) if "\n" not in body else body, "  "))
+        print(patch.diff_text.strip("\n"))
         return
     from rich.padding import Padding
     from rich.syntax import Syntax
     from rich.text import Text
 
-    out.renderable(Text(f"{patch.id}: {patch.title}", style="bold"))
-    out.renderable(
-        Text(
-            f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier}   here: {state}", style="dim"
-        )
-    )
-    for name in _ORDER:
-        value = patch.fields.get(name)
-        if value:
-            out.renderable(Text(f"{name.replace('-', ' ').title()}:", style="bold cyan"))
-            out.renderable(Padding(Text(reflow(value)), (0, 0, 0, 2)))
-    out.renderable(
-        Text(f"Smoke test: {patch.fields.get('smoke-test', '(none)')}", style="bold cyan")
-    )
-    out.renderable(
-        Syntax(patch.diff_text.strip("\n"), "diff", theme="ansi_dark", background_color="default")
-    )
+    (title, subtitle), *rest = sections
+    out.renderable(Text(title, style="bold"))
+    out.renderable(Text(subtitle, style="dim"))
+    for heading, body in rest:
+        out.renderable(Text(heading, style="bold cyan"))
+        if body:
+            out.renderable(Padding(Text(body), (0, 0, 0, 2)))
+    diff = patch.diff_text.strip("\n")
+    out.renderable(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))

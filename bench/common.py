@@ -1,0 +1,105 @@
+"""Shared helpers for the benchmarks: timing, the machine, the results table."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        list(cmd), env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-500:]}")
+    return elapsed
+
+
+def median_of(runs: int, action: Callable[[], float], warmup: int = 1) -> float:
+    for _ in range(warmup):
+        action()
+    return statistics.median(action() for _ in range(runs))
+
+
+@dataclass
+class Figure:
+    id: str
+    what: str
+    value: float
+    reference_name: str
+    reference: float
+    target: float | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.reference if self.reference else float("inf")
+
+    def row(self) -> list[str]:
+        verdict = "" if self.target is None else ("met" if self.ratio <= self.target else "MISSED")
+        target = "" if self.target is None else f"≤ {self.target:g}×"
+        return [
+            self.id,
+            self.what,
+            f"{self.value * 1000:.0f} ms",
+            self.reference_name,
+            f"{self.reference * 1000:.0f} ms",
+            f"{self.ratio:.2f}×",
+            target,
+            verdict,
+        ]
+
+
+@dataclass
+class Report:
+    quick: bool
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, figure: Figure) -> None:
+        self.figures.append(figure)
+        print("  " + " | ".join(figure.row()), flush=True)
+
+    def markdown(self) -> str:
+        head = [
+            "id",
+            "what",
+            "compatkit",
+            "reference",
+            "reference time",
+            "ratio",
+            "target",
+            "verdict",
+        ]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(f.row()) + " |" for f in self.figures]
+        return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.system()} "
+        f"{platform.release()}, Python {sys.version.split()[0]}; load average at start: "
+        f"{load}"
+    )

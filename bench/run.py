@@ -1,0 +1,73 @@
+"""Run the benchmarks and write docs/benchmarks.md.
+
+    python bench/run.py --python ENV/bin/python [--quick] [--out docs/benchmarks.md] [--only P2]
+
+Every figure is a ratio to a reference measured in the same run (median of at least 5 runs in
+full mode). ``--quick`` is what CI runs: one run each at small sizes, to prove the scripts work;
+it asserts no timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+
+from common import Report, machine
+
+# ruff: noqa: E501  (the targets table is Markdown)
+
+TARGETS = """\
+| id | what | reference | target |
+|---|---|---|---|
+| P1 | wall time of `explain patch-6`, `status`, `verify` with the patchset applied | `python -c pass` | ≤ 6× |
+| P2 | `apply` + `revert` of 1,000 files, one hunk each, over a 1,000-module distribution | `git apply` + `git apply -R` | ≤ 2× |
+| P3 | `verify --pristine vllm` over all of vLLM 0.16.0 | `sha256sum` on both cores | ≤ 1.2× |
+| P4 | warm re-run of the speculators 0.3.0 + vLLM 0.16.0 matrix cell | its smoke tests alone | ≤ 1.3× |
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--python",
+        type=Path,
+        required=True,
+        help="the real-stack venv's python, with compatkit installed in it",
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", action="append", default=[])
+    args = parser.parse_args()
+    report = Report(quick=args.quick)
+    where = machine()
+    print(f"machine: {where}", flush=True)
+    import p1_p3
+    import p2_apply
+    import p4_matrix
+
+    steps = {
+        "P1": lambda: p1_p3.p1(report, args.python),
+        "P2": lambda: p2_apply.run(report),
+        "P3": lambda: p1_p3.p3(report, args.python),
+        "P4": lambda: p4_matrix.run(report),
+    }
+    for name, step in steps.items():
+        if not args.only or name in args.only:
+            step()
+    table = report.markdown()
+    print(table)
+    if args.out:
+        mode = "quick (CI smoke run, 1 run each)" if args.quick else "full (median of ≥5 runs)"
+        args.out.write_text(
+            f"# Benchmarks\n\nTargets (each a ratio to a reference measured in the same run):\n\n"
+            f"{TARGETS}\nLast run: {datetime.date.today()}, {mode}, by `nox -s bench`.\n\n"
+            f"Machine: {where}.\n\n{table}\n\n" + "\n".join(report.notes) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    sys.exit(main())
