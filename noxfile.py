@@ -37,6 +37,7 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[test]", "ruff", "mypy", "nox")
     session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
     session.run("mypy")
+    session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
 
 
 def _real_env(session: nox.Session, name: str) -> str:
@@ -177,8 +178,18 @@ def compat_docs(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """P1-P4 as ratios to references measured in the same run (``-- --quick`` for CI)."""
-    session.install("-e", ".")
+    """P1-P4 as ratios to references measured in the same run; writes docs/benchmarks.md."""
+    _bench(session, quick=False)
+
+
+@nox.session(python=PYTHON)
+def bench_quick(session: nox.Session) -> None:
+    """The benchmarks once each at small sizes (CI: proves they run; asserts no timings)."""
+    _bench(session, quick=True)
+
+
+def _bench(session: nox.Session, quick: bool) -> None:
+    session.install("-e", ".", "nox")
     target = _real_env(session, "bench")
     # compatkit as users get it: a real (not editable) install with compiled bytecode
     session.run(
@@ -223,7 +234,6 @@ def bench(session: nox.Session) -> None:
         external=True,
         success_codes=[0, 1],
     )
-    quick = "--quick" in session.posargs
     out = ROOT / ("build/benchmarks-quick.md" if quick else "docs/benchmarks.md")
     out.parent.mkdir(exist_ok=True)
     session.run(

@@ -8,6 +8,7 @@ prints plain text and never imports rich.
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import tempfile
@@ -66,7 +67,8 @@ def p3(report: Report, python: Path) -> None:
         ).stdout.strip()
     )
     record = next(site.glob("vllm-*.dist-info/RECORD")).read_text().splitlines()
-    files = [line.rsplit(",", 2)[0] for line in record if line.rsplit(",", 2)[1:2] != [""]]
+    rows = list(csv.reader(record))
+    files = [r[0] for r in rows if len(r) > 1 and r[1] and not r[0].startswith("..")]
     with tempfile.NamedTemporaryFile("w", suffix=".lst", delete=False) as lst:
         lst.write("\0".join(files))
     sha = ["sh", "-c", f"xargs -0 -P {os.cpu_count() or 1} -n 200 sha256sum < {lst.name}"]
