@@ -109,19 +109,29 @@ def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
 
 
 def _write_journal(dist: Dist, changes: Sequence[Change]) -> Path:
+    """Save every "before" state in one blob file plus an index (one file, not one per change)."""
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "blobs").mkdir(parents=True)
+    tmp.mkdir(parents=True)
     entries = []
-    for i, change in enumerate(changes):
-        target = dist.root / change.relpath
-        entry: dict[str, object] = {"path": change.relpath, "before": None}
-        if target.exists():
-            st = target.stat()
-            (tmp / "blobs" / str(i)).write_bytes(target.read_bytes())
-            entry.update(before=str(i), mode=stat.S_IMODE(st.st_mode), mtime_ns=st.st_mtime_ns)
+    offset = 0
+    with open(tmp / "blobs", "wb") as blobs:
+        for change in changes:
+            target = dist.root / change.relpath
+            entry: dict[str, object] = {"path": change.relpath, "before": None}
+            try:
+                st = target.stat()
+                data = target.read_bytes()
+            except FileNotFoundError:
+                entries.append(entry)
+                continue
+            blobs.write(data)
+            entry.update(
+                before=[offset, len(data)], mode=stat.S_IMODE(st.st_mode), mtime_ns=st.st_mtime_ns
+            )
+            offset += len(data)
+            entries.append(entry)
             _step()
-        entries.append(entry)
     (tmp / "journal.json").write_text(json.dumps({"entries": entries}))
     _sync_fs(tmp)
     final = dist.dist_info / JOURNAL
@@ -186,6 +196,7 @@ def _write_error(dist: Dist, exc: OSError) -> CompatkitError:
 
 def _rollback(dist: Dist, journal: Path) -> None:
     data = json.loads((journal / "journal.json").read_text())
+    blobs = (journal / "blobs").read_bytes()
     for entry in reversed(data["entries"]):
         target = dist.root / entry["path"]
         with contextlib.suppress(FileNotFoundError):
@@ -195,7 +206,8 @@ def _rollback(dist: Dist, journal: Path) -> None:
                 target.unlink()
             _prune_empty_dirs(target.parent, dist)
             continue
-        blob = (journal / "blobs" / entry["before"]).read_bytes()
+        start, length = entry["before"]
+        blob = blobs[start : start + length]
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, blob, entry["mode"], entry["mtime_ns"])
     _sync_fs(dist.root)
