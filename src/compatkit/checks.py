@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from packaging.requirements import Requirement
 
+from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.patchset import Patchset
 from compatkit.records import hash_bytes
@@ -73,6 +74,19 @@ def _drifted_ids(dist: Dist, state: State) -> set[str]:
     return drifted
 
 
+def _uncompilable(contents: dict[str, bytes | None], files: tuple[FileDiff, ...]) -> str | None:
+    """The first patched Python file that no longer compiles (a context match is not enough:
+    a patch can land where upstream already made the same change, and repeat it)."""
+    for fd in files:
+        data = contents.get(fd.path)
+        if fd.path.endswith(".py") and data is not None:
+            try:
+                compile(data, fd.path, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError):
+                return fd.path
+    return None
+
+
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     """Try every patch on the current files: applies, already present, or conflicts."""
     paths = {fd.path for p in ps.patches for fd in p.files}
@@ -82,6 +96,16 @@ def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
         pairs = [(patch.id, patch.files)]
         try:
             result = apply_series(contents, pairs)
+            broken = _uncompilable(result.contents, patch.files)
+            if broken:
+                out.append(
+                    PatchStatus(
+                        patch.id,
+                        "not applied",
+                        f"conflict: applies as text, but {broken} no longer compiles",
+                    )
+                )
+                continue
             contents = result.contents
             moved = [o for offs in result.offsets[patch.id].values() for o in offs if o]
             detail = f"applies, offset {moved[0]:+d}" if moved else "applies cleanly"

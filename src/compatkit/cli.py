@@ -278,7 +278,10 @@ def _matrix(args: argparse.Namespace, registry: object, env: object, out: object
     if args.action == "jobs":
         return matrix.jobs(args.matrix)
     if args.action == "report":
-        return matrix_report.report(args.results, args.docs, out)  # type: ignore[arg-type]
+        from compatkit.matrix import load_matrix
+
+        order = [c.id for c in load_matrix(args.matrix)] if args.matrix.is_file() else []
+        return matrix_report.report(args.results, args.docs, out, order)  # type: ignore[arg-type]
     if not args.cell:
         raise UsageError("matrix run needs a cell id")
     return matrix.run(registry, env, args.matrix, args.cell, args.results, out)  # type: ignore[arg-type]

@@ -1,22 +1,31 @@
 """Shared fixtures for the speculators-vllm016 smoke tests.
 
-The tests run against the *installed* speculators 0.3.0 (patched or not) and the
-real vLLM 0.16.0 on a CPU-only host:
+The tests check the behaviour of whatever speculators generator / custom_worker
+is installed (0.3.0 patched or not, or a newer release) on whatever vLLM is
+installed, on a CPU-only host; only the GPU side is faked:
 
 * Real: ModelConfig / CacheConfig / SchedulerConfig / ParallelConfig / VllmConfig,
-  the v1 Scheduler, Request, StructuredOutputManager, kv_cache_utils, and the
-  MultiprocExecutor RPC code (collective_rpc / execute_model / sample_tokens /
-  initialize_from_config) plus WorkerProc.enqueue_output.
-* Faked, because it needs a GPU: the worker processes. A MultiprocExecutor is
-  built with object.__new__ (its __init__ spawns GPU workers) and wired to
-  in-process message queues that call FakeWorker, which follows vLLM 0.16's GPU
-  worker contract (execute_model returns None and the next execute_model raises
-  "State error: ..." until sample_tokens ran; a unique_reply_rank RPC returns
-  that rank's reply itself) and HiddenStatesWorkerExtension's capture API.
-  FakeWorker "captures" rows that encode (layer, position, token id), so the
-  tests can check every sample's hidden states on the data.
+  the v1 Scheduler, Request, StructuredOutputManager, kv_cache_utils, the
+  MultiprocExecutor (built by its own __init__; collective_rpc / execute_model /
+  sample_tokens / initialize_from_config), WorkerProc.worker_busy_loop and
+  enqueue_output, vLLM's LlamaForCausalLM.forward, and the installed
+  HiddenStatesWorkerExtension: it is mixed into the fake worker as
+  WorkerWrapperBase.init_worker does, so every worker RPC the installed
+  generator sends (_setup_hidden_states_capture, _set_request_metadata, ...) runs
+  the installed extension code, and its capture forward runs on the fake model.
+* Faked, because it needs a GPU: the worker processes (in-process WorkerProc
+  objects, message queues), the GPU worker and model runner (persistent-batch
+  bookkeeping as in GPUModelRunner._update_states, one forward per step), and
+  the model: a LlamaForCausalLM tree with the installed vLLM's layout whose
+  decoder layer i makes hidden_states + residual == (layer i, position, token
+  id, 1.0), so the tests check every sample's hidden states on the data. The
+  fake worker follows the installed vLLM's contract: where the Worker has
+  sample_tokens (0.16), execute_model returns None and the next execute_model
+  raises "State error: ..." until sample_tokens ran; compile_or_warm_up_model
+  runs a dummy forward and returns what the installed Worker returns.
 * Also GPU-only and replaced: DeviceConfig() (cannot infer a device without a
-  GPU -> DeviceConfig(device="cpu")) and torch.cuda.mem_get_info.
+  GPU -> DeviceConfig(device="cpu")), torch.cuda.mem_get_info / empty_cache and
+  torch.accelerator.current_accelerator.
 
 Expensive imports (vLLM, ~15 s) happen inside fixtures, once per session.
 """
@@ -28,6 +37,7 @@ import threading
 from collections import deque
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -138,20 +148,288 @@ def create_config(gen_mod, cpu_device, tiny_model_dir):
 
 # --------------------------------------------------------------------------
 # fake GPU workers behind a real MultiprocExecutor
+#
+# Everything here follows the *installed* vLLM: the worker-extension class named
+# in the config (the installed speculators custom_worker) is mixed into the fake
+# worker exactly as WorkerWrapperBase.init_worker does, so every worker RPC the
+# installed generator sends is served by the installed extension code; the
+# executor's attributes are set by the installed MultiprocExecutor's own code
+# (__init__, _get_parallel_sizes, _get_output_rank) wherever it does not spawn
+# processes; messages are dispatched by the installed WorkerProc.worker_busy_loop
+# and enqueue_output. Only the GPU side is fake: the model runner and the model.
 # --------------------------------------------------------------------------
-class FakeWorker:
-    """Emulates one vLLM 0.16 GPU worker with HiddenStatesWorkerExtension."""
+def _resolve(qualname: str):
+    import importlib
 
-    def __init__(self, rank: int, vllm_config):
-        self.rank = rank
+    module, _, name = qualname.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def installed_worker_cls():
+    from vllm.v1.worker.gpu_worker import Worker
+
+    return Worker
+
+
+def _copy_real(real_cls, names):
+    """Methods of the real vLLM class (they only delegate to self.model)."""
+    return {n: real_cls.__dict__[n] for n in names if n in real_cls.__dict__}
+
+
+def _interface_bases(real_cls):
+    """The vLLM interface mixins (SupportsEagle3, SupportsPP, ...) the real
+    model class declares, so supports_eagle3() & co. answer as for the real one."""
+    return tuple(
+        b for b in real_cls.__bases__
+        if b.__module__.startswith("vllm.model_executor.models.interface")
+    )
+
+
+def make_fake_llama(num_layers: int = NUM_LAYERS):
+    """A LlamaForCausalLM tree with the installed vLLM's layout and method names
+    (top.model = LlamaModel with layers / start_layer / end_layer / norm and the
+    installed embedding method), whose forwards are vLLM's own. Each decoder
+    layer i outputs hidden_states + residual == (i, position, token id, 1.0), so
+    captured rows say which layer, position and token they belong to."""
+    import inspect
+
+    import torch
+    from torch import nn
+    from vllm.model_executor.models import llama
+
+    class LlamaDecoderLayer(nn.Module):
+        def __init__(self, i):
+            super().__init__()
+            self.i = i
+
+        def forward(self, positions, hidden_states, residual):
+            x = hidden_states if residual is None else hidden_states + residual
+            out = torch.stack(
+                [torch.full_like(x[:, 0], self.i), positions.to(x.dtype), x[:, 2],
+                 torch.ones_like(x[:, 0])],
+                dim=1,
+            )
+            return out, torch.zeros_like(out)
+
+    real_params = list(inspect.signature(llama.LlamaDecoderLayer.forward).parameters)
+    fake_params = list(inspect.signature(LlamaDecoderLayer.forward).parameters)
+    if real_params != fake_params:
+        pytest.fail(f"harness: LlamaDecoderLayer.forward is {real_params} here, "
+                    f"the fake layer has {fake_params}")
+
+    class RMSNorm(nn.Module):
+        def forward(self, x, residual=None):
+            if residual is None:
+                return x
+            s = x + residual
+            return s, s
+
+    def embed(self, input_ids):  # token id in column 2
+        t = input_ids.to(torch.float32)
+        z = torch.zeros_like(t)
+        return torch.stack([z, z, t, z], dim=1)
+
+    def base_init(self, config):
+        nn.Module.__init__(self)
+        self.config = config
+        self.start_layer, self.end_layer = 0, num_layers
+        self.layers = nn.ModuleList(LlamaDecoderLayer(i) for i in range(num_layers))
+        self.norm = RMSNorm()
+        self.aux_hidden_state_layers = ()
+
+    base_ns = {"__init__": base_init, "forward": llama.LlamaModel.forward}
+    for name in ("embed_input_ids", "get_input_embeddings"):  # whichever exists here
+        if hasattr(llama.LlamaModel, name):
+            base_ns[name] = embed
+    LlamaModel = type("LlamaModel", (nn.Module,), base_ns)
+
+    def top_init(self):
+        nn.Module.__init__(self)
+        self.config = SimpleNamespace(num_hidden_layers=num_layers)
+        self.model = LlamaModel(self.config)
+
+    top_ns = {"__init__": top_init, "forward": llama.LlamaForCausalLM.forward}
+    top_ns.update(_copy_real(llama.LlamaForCausalLM, (
+        "embed_input_ids", "get_input_embeddings", "set_aux_hidden_state_layers",
+        "get_eagle3_aux_hidden_state_layers",
+    )))
+    LlamaForCausalLM = type(
+        "LlamaForCausalLM", (nn.Module, *_interface_bases(llama.LlamaForCausalLM)), top_ns
+    )
+    return LlamaForCausalLM()
+
+
+class PersistentBatch:
+    """The slot bookkeeping of vLLM's InputBatch (v1/worker/gpu_input_batch.py):
+    remove_request leaves a hole, add_request fills the lowest hole (else
+    appends), condense() moves the last requests down into the holes. The
+    model's input is laid out in slot order."""
+
+    def __init__(self):
+        self._slots: list[str | None] = []
+        self.req_id_to_index: dict[str, int] = {}
+        self._removed: list[int] = []
+
+    @property
+    def req_ids(self) -> list[str]:
+        return [r for r in self._slots if r is not None]
+
+    def remove_request(self, req_id):
+        i = self.req_id_to_index.pop(req_id, None)
+        if i is not None:
+            self._slots[i] = None
+            self._removed.append(i)
+        return i
+
+    def add_request(self, req_id):
+        if self._removed:
+            i = min(self._removed)
+            self._removed.remove(i)
+            self._slots[i] = req_id
+        else:
+            i = len(self._slots)
+            self._slots.append(req_id)
+        self.req_id_to_index[req_id] = i
+
+    def condense(self):
+        holes, self._removed = sorted(self._removed), []
+        last = len(self._slots) - 1
+        for hole in holes:
+            while last >= 0 and self._slots[last] is None:
+                last -= 1
+            if hole >= last:
+                break
+            req_id = self._slots[last]
+            self._slots[hole], self._slots[last] = req_id, None
+            self.req_id_to_index[req_id] = hole
+        while self._slots and self._slots[-1] is None:
+            self._slots.pop()
+
+
+class FakeModelRunner:
+    """GPUModelRunner on a CPU: per-request state and persistent batch as in
+    _update_states, one forward of the whole batch through self.model (so the
+    worker extension's patched forward runs), and the installed vLLM's output
+    contract (see FakeGPUWorker)."""
+
+    STATE_ERROR = ("State error: sample_tokens() must be called after "
+                   "execute_model() returns None.")  # gpu_model_runner.execute_model
+
+    def __init__(self, vllm_config, deferred_sampling: bool):
         self.vllm_config = vllm_config
-        self.tp_rank = rank % vllm_config.parallel_config.tensor_parallel_size
-        self.requests: dict[str, list[int]] = {}
-        self.pending_state = None  # GPUModelRunner.execute_model_state
-        self.kv_cache_config = None
+        self.model = make_fake_llama()
+        self.requests: dict[str, SimpleNamespace] = {}
+        self.input_batch = PersistentBatch()
+        self.deferred_sampling = deferred_sampling
+        self.execute_model_state = None
         self.executed_steps = 0
 
-    # --- Worker / WorkerWrapperBase API used by the generator -------------
+    def _update_states(self, so):
+        for req_id in so.finished_req_ids:
+            self.requests.pop(req_id, None)
+            self.input_batch.remove_request(req_id)
+        cached = so.scheduled_cached_reqs
+        resumed = set(getattr(cached, "resumed_req_ids", None) or ())
+        resumed |= {r for r, flag in zip(cached.req_ids,
+                                         getattr(cached, "resumed_from_preemption", None) or ())
+                    if flag}
+        scheduled = set(so.num_scheduled_tokens)
+        for req_id in set(self.input_batch.req_id_to_index) - (scheduled - resumed):
+            self.input_batch.remove_request(req_id)  # unscheduled / preempted
+        to_add = []
+        for new in so.scheduled_new_reqs:
+            self.requests[new.req_id] = SimpleNamespace(
+                prompt_token_ids=list(new.prompt_token_ids),
+                num_computed_tokens=new.num_computed_tokens,
+            )
+            to_add.append(new.req_id)
+        for req_id, computed in zip(cached.req_ids, cached.num_computed_tokens):
+            self.requests[req_id].num_computed_tokens = computed
+            if req_id not in self.input_batch.req_id_to_index:
+                to_add.append(req_id)
+        for req_id in to_add:
+            self.input_batch.add_request(req_id)
+        self.input_batch.condense()
+
+    def forward(self, token_ids, positions):
+        import torch
+
+        return self.model(
+            input_ids=torch.tensor(token_ids, dtype=torch.long),
+            positions=torch.tensor(positions, dtype=torch.long),
+            intermediate_tensors=None,
+            inputs_embeds=None,
+        )
+
+    def dummy_run(self, num_tokens=16):  # compile_or_warm_up_model's _dummy_run
+        self.forward([0] * num_tokens, list(range(num_tokens)))
+
+    def execute_model(self, so):
+        from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+        if self.execute_model_state is not None:
+            raise RuntimeError(self.STATE_ERROR)
+        self._update_states(so)
+        token_ids, positions = [], []
+        for req_id in self.input_batch.req_ids:
+            n = so.num_scheduled_tokens[req_id]
+            req = self.requests[req_id]
+            start = req.num_computed_tokens
+            for p in range(start, start + n):  # beyond the prompt: a sampled token
+                token_ids.append(req.prompt_token_ids[p] if p < len(req.prompt_token_ids) else 0)
+                positions.append(p)
+        if token_ids:
+            self.forward(token_ids, positions)
+        self.executed_steps += 1
+        if self.deferred_sampling:
+            self.execute_model_state = so
+            return None
+        return EMPTY_MODEL_RUNNER_OUTPUT
+
+    def sample_tokens(self, grammar_output):
+        from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
+
+        if self.execute_model_state is None:
+            return None
+        self.execute_model_state = None
+        return EMPTY_MODEL_RUNNER_OUTPUT
+
+
+class FakeGPUWorker:
+    """Stands in for vllm.v1.worker.gpu_worker.Worker. The installed worker
+    extension class is appended to its bases (see fake_worker_class). Where the
+    installed Worker has sample_tokens (0.16; not 0.11), execute_model returns
+    None and the next execute_model raises the "State error" until
+    sample_tokens ran; otherwise execute_model returns the output itself."""
+
+    def __init__(self, vllm_config, rank: int):
+        self.vllm_config = vllm_config
+        self.rank = self.local_rank = self.rpc_rank = self.global_rank = rank
+        pc = vllm_config.parallel_config
+        tp = pc.tensor_parallel_size
+        self.tp_group = SimpleNamespace(
+            rank_in_group=rank % tp, world_size=tp, rank=rank,
+            ranks=list(range(rank - rank % tp, rank - rank % tp + tp)),
+            is_first_rank=rank % tp == 0, is_last_rank=rank % tp == tp - 1,
+        )
+        self.pp_group = SimpleNamespace(
+            rank_in_group=0, world_size=1, rank=rank, ranks=[rank],
+            is_first_rank=True, is_last_rank=True,
+        )
+        self.model_runner = FakeModelRunner(
+            vllm_config, deferred_sampling=hasattr(installed_worker_cls(), "sample_tokens")
+        )
+        self.kv_cache_config = None
+
+    # test helpers
+    @property
+    def executed_steps(self):
+        return self.model_runner.executed_steps
+
+    @property
+    def pending_state(self):
+        return self.model_runner.execute_model_state
+
     def get_kv_cache_spec(self):
         import torch
         from vllm.v1.kv_cache_interface import FullAttentionSpec
@@ -166,90 +444,68 @@ class FakeWorker:
         return {f"model.layers.{i}.self_attn.attn": spec for i in range(NUM_LAYERS)}
 
     def initialize_from_config(self, kv_cache_configs):
-        # WorkerWrapperBase.initialize_from_config indexes by global rank
-        self.kv_cache_config = kv_cache_configs[self.rank]
+        # WorkerWrapperBase.initialize_from_config indexes by rank
+        self.kv_cache_config = kv_cache_configs[self.global_rank]
 
     def compile_or_warm_up_model(self):
-        return None
+        # the real warm-up ends with a dummy forward (gpu_worker.py)
+        self.model_runner.dummy_run()
+        ret = inspect_return(installed_worker_cls().compile_or_warm_up_model)
+        return 0.0 if ret in (float, "float") else None  # 0.17: compilation time
 
     def execute_model(self, scheduler_output):
-        if self.pending_state is not None:  # gpu_model_runner.py:3317
-            raise RuntimeError(
-                "State error: sample_tokens() must be called "
-                "after execute_model() returns None."
-            )
-        import torch
-
-        for req_id in scheduler_output.finished_req_ids:
-            self.requests.pop(req_id, None)
-        batch = []  # (req_id, first position, n tokens), in batch order
-        cached = scheduler_output.scheduled_cached_reqs
-        for req_id, computed in zip(cached.req_ids, cached.num_computed_tokens):
-            batch.append((req_id, computed))
-        for new in scheduler_output.scheduled_new_reqs:
-            self.requests[new.req_id] = list(new.prompt_token_ids)
-            batch.append((new.req_id, new.num_computed_tokens))
-        rows = []
-        for req_id, start in batch:
-            n = scheduler_output.num_scheduled_tokens[req_id]
-            toks = self.requests[req_id][start : start + n]
-            pos = torch.arange(start, start + n, dtype=torch.float32)
-            rows.append(
-                torch.stack(
-                    [torch.zeros(n), pos, torch.tensor(toks, dtype=torch.float32),
-                     torch.ones(n)],
-                    dim=1,
-                )
-            )
-        step = torch.cat(rows) if rows else torch.zeros(0, HIDDEN)
-        if self.tp_rank == 0 and self._layer_ids:
-            aux = []
-            for layer in sorted(self._layer_ids):
-                h = step.clone()
-                h[:, 0] = layer
-                aux.append(h)
-            self._store_captured_states(aux)
-        self.executed_steps += 1
-        self.pending_state = scheduler_output
-        return None  # 0.16: the output comes from sample_tokens()
-
-    def sample_tokens(self, grammar_output):
-        from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT
-
-        if self.pending_state is None:
-            return None
-        self.pending_state = None
-        return EMPTY_MODEL_RUNNER_OUTPUT
+        return self.model_runner.execute_model(scheduler_output)
 
     def shutdown(self):
         return None
 
-    # --- HiddenStatesWorkerExtension API (same semantics as custom_worker) -
-    _layer_ids = frozenset()
-    _captured_states = None
 
-    def _setup_hidden_states_capture(self, layer_ids):
-        self._layer_ids = frozenset(layer_ids)
-        self._captured_states = None
+class _SampleTokens:
+    def sample_tokens(self, grammar_output):
+        return self.model_runner.sample_tokens(grammar_output)
 
-    def _reset_capture(self):
-        self._captured_states = None
 
-    def _store_captured_states(self, aux):
-        if self._captured_states is None:
-            self._captured_states = [[h] for h in aux]
-        else:
-            for i, h in enumerate(aux):
-                self._captured_states[i].append(h)
+def inspect_return(fn):
+    import inspect
 
-    def _get_captured_states(self):
-        import torch
+    return inspect.signature(fn).return_annotation
 
-        if self._captured_states is None:
-            return None
-        result = [torch.cat(t, dim=0) for t in self._captured_states]
-        self._captured_states = None
-        return result
+
+def fake_worker_class(vllm_config):
+    """FakeGPUWorker (+ sample_tokens where the installed Worker has it) with the
+    configured worker extension appended to its bases, as
+    WorkerWrapperBase.init_worker does (including its no-clash assertion)."""
+    bases: list[type] = [FakeGPUWorker]
+    if hasattr(installed_worker_cls(), "sample_tokens"):
+        bases.insert(0, _SampleTokens)
+    ext_name = vllm_config.parallel_config.worker_extension_cls
+    if ext_name:
+        ext = _resolve(ext_name)
+        for attr in dir(ext):
+            if attr.startswith("__"):
+                continue
+            assert not any(hasattr(b, attr) for b in bases), (
+                f"harness: the fake worker defines {attr!r} of {ext_name}"
+            )
+        bases.append(ext)
+    return type("Worker", tuple(bases), {})
+
+
+class _LoopDone(Exception):
+    pass
+
+
+class _OneMessage:
+    """A WorkerProc's rpc_broadcast_mq holding one message; then it stops the loop."""
+
+    def __init__(self, msg):
+        self.msg = msg
+
+    def dequeue(self, timeout=None, cancel=None, indefinite=False):
+        if self.msg is None:
+            raise _LoopDone
+        msg, self.msg = self.msg, None
+        return msg
 
 
 class FakeResponseMQ:
@@ -268,50 +524,67 @@ class FakeResponseMQ:
 
 
 class FakeBroadcastMQ:
-    """Stands in for rpc_broadcast_mq: runs WorkerProc.worker_busy_loop's
-    dispatch for every worker, in process."""
+    """Stands in for the executor's rpc_broadcast_mq: every worker process runs
+    the installed WorkerProc.worker_busy_loop on the message, in process, with
+    that worker's TP/PP groups installed as vLLM's parallel_state groups."""
 
-    def __init__(self, workers, procs):
-        self.workers, self.procs = workers, procs
+    def __init__(self, procs):
+        self.procs = procs
 
     def enqueue(self, msg):
-        method, args, kwargs, output_rank = msg
-        for worker, proc in zip(self.workers, self.procs):
+        from vllm.distributed import parallel_state as ps
+
+        for proc in self.procs:
+            proc.rpc_broadcast_mq = _OneMessage(msg)
+            saved = ps._TP, ps._PP
+            ps._TP, ps._PP = proc.worker.tp_group, proc.worker.pp_group
             try:
-                output = getattr(worker, method)(*args, **kwargs)
-            except Exception as e:  # as WorkerProc.worker_busy_loop
-                output = e
-            if output_rank is None or worker.rank == output_rank:
-                proc.enqueue_output(output)  # real WorkerProc code
+                proc.worker_busy_loop()
+            except _LoopDone:
+                pass
+            finally:
+                ps._TP, ps._PP = saved
 
 
 def make_fake_multiproc_executor(vllm_config):
-    """A real MultiprocExecutor whose workers are FakeWorkers (GPU needed)."""
+    """A real MultiprocExecutor, built by its own __init__, whose
+    _init_executor does what the installed one does minus spawning GPU worker
+    processes: the workers are in-process WorkerProc objects around fake GPU
+    workers."""
+    from unittest import mock
+
     from vllm.v1.executor.multiproc_executor import MultiprocExecutor, WorkerProc
 
-    ex = object.__new__(MultiprocExecutor)
-    # what Executor.__init__ / MultiprocExecutor._init_executor set up
-    ex.vllm_config = vllm_config
-    ex.model_config = vllm_config.model_config
-    ex.cache_config = vllm_config.cache_config
-    ex.parallel_config = vllm_config.parallel_config
-    ex.scheduler_config = vllm_config.scheduler_config
-    ex.is_failed = False
-    ex.is_sleeping = False
-    ex.failure_callback = None
-    ex.shutdown_event = threading.Event()
-    ex.kv_output_aggregator = None
-    ex.futures_queue = deque()
-    ex._get_parallel_sizes()  # sets world_size / local_world_size
-    ex.fake_workers = [FakeWorker(r, vllm_config) for r in range(ex.world_size)]
-    procs = []
-    for _ in ex.fake_workers:
-        proc = object.__new__(WorkerProc)
-        proc.worker_response_mq = FakeResponseMQ()
-        procs.append(proc)
-    ex.response_mqs = [p.worker_response_mq for p in procs]
-    ex.rpc_broadcast_mq = FakeBroadcastMQ(ex.fake_workers, procs)
-    ex.output_rank = ex._get_output_rank()
+    def init_executor(self):
+        self.is_failed = False
+        self.shutdown_event = threading.Event()
+        self.failure_callback = None
+        self.io_thread_pool = None  # read by 0.11's collective_rpc
+        if hasattr(self, "_get_parallel_sizes"):  # 0.16: world_size, local_world_size
+            self._get_parallel_sizes()
+        else:
+            self.world_size = self.parallel_config.world_size
+        worker_cls = fake_worker_class(self.vllm_config)
+        procs = []
+        for rank in range(self.world_size):
+            proc = object.__new__(WorkerProc)
+            proc.rank = rank
+            proc.worker = worker_cls(self.vllm_config, rank)
+            proc.worker_response_mq = FakeResponseMQ()
+            proc.use_async_scheduling = False  # output order is the same either way
+            proc.mm_receiver_cache = None
+            procs.append(proc)
+        self.workers = procs  # 0.11's collective_rpc reads workers[i].worker_response_mq
+        self.response_mqs = [p.worker_response_mq for p in procs]
+        self.rpc_broadcast_mq = FakeBroadcastMQ(procs)
+        self.futures_queue = deque()
+        self.has_connector = self.vllm_config.kv_transfer_config is not None
+        self.output_rank = self._get_output_rank()
+        self.fake_workers = [p.worker for p in procs]
+
+    with mock.patch.object(MultiprocExecutor, "_init_executor", init_executor):
+        ex = MultiprocExecutor(vllm_config=vllm_config)
+    ex.shutdown = lambda: None  # no worker processes to stop
     return ex
 
 
@@ -333,6 +606,11 @@ def fake_gpu(gen_mod, cpu_device, monkeypatch):
         torch.cuda, "mem_get_info", lambda *a: (FAKE_FREE_GPU_MEMORY, FAKE_FREE_GPU_MEMORY)
     )
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+    # speculators >= 0.4 asks torch.accelerator which device module to query
+    if hasattr(torch, "accelerator"):
+        monkeypatch.setattr(
+            torch.accelerator, "current_accelerator", lambda *a, **k: torch.device("cuda")
+        )
     return created
 
 
@@ -381,7 +659,7 @@ def check_hidden_states(results, prompts, layer_ids=LAYER_IDS):
 
     assert len(results) == len(prompts)
     for i, (res, prompt) in enumerate(zip(results, prompts)):
-        assert res["input_ids"].tolist() == list(prompt)
+        assert res["input_ids"].tolist() == list(prompt), f"result {i} is not prompt {i}"
         hs = res["hidden_states"]
         assert len(hs) == len(layer_ids), f"sample {i}: {len(hs)} layers"
         for layer, h in zip(sorted(layer_ids), hs):

@@ -2,17 +2,29 @@
 Kimi-K2.5), keeping Llama-style models working.
 
 The real models need a GPU (MLA attention, MoE kernels), so the worker-side
-model is faked: small nn.Module trees with 0.16's attribute layout
-(Kimi wrapper -> language_model -> model -> layers / embed_input_ids / norm /
-config), whose decoder layers have exactly the real 0.16 layer signatures and
-whose base model uses vLLM's *real* DeepseekV2Model.forward / LlamaModel.forward
-as its own forward. get_pp_group / get_tp_group are replaced (no distributed
-init on CPU). The patched capture forward must reproduce vLLM's own forward
-output (incl. llama_4_scaling, computed by the real _get_llama_4_scaling) and
-capture one [T, H] tensor per target layer.
+model is faked: small nn.Module trees with the *installed* vLLM's attribute
+layout (Kimi wrapper -> language_model -> model -> layers / embedding method /
+norm / config), whose model classes declare the same vLLM interface mixins as
+the real ones (SupportsEagle3, SupportsMultiModal.get_language_model, ...),
+whose decoder layers have exactly the installed layer signatures and whose base
+model uses vLLM's *real* DeepseekV2Model.forward / LlamaModel.forward as its own
+forward. vLLM's TP/PP groups are single-rank stand-ins (no distributed init on
+CPU). The installed HiddenStatesWorkerExtension's capture forward must reproduce
+vLLM's own forward output (incl. llama_4_scaling, computed by the real
+_get_llama_4_scaling, where the installed vLLM has it) and capture one [T, H]
+tensor per target layer, through whatever capture protocol the installed
+extension has (0.4.0: per-request metadata, states keyed by request id).
+
+Why patch-10 is needed on vLLM 0.16 (checked against 0.16 by the fakes, which
+mirror it): supports_eagle3() is False for DeepseekV2/V3ForCausalLM and
+KimiK25ForConditionalGeneration (0.3.0's gate), DeepseekV2Model and LlamaModel
+have embed_input_ids and no get_input_embeddings, Kimi's text model sits at
+.language_model.model, and DeepseekV2DecoderLayer.forward takes llama_4_scaling.
 """
 
+import importlib.util
 import inspect
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -25,24 +37,68 @@ TARGET = [1, 2]
 L4S = {"original_max_position_embeddings": 8192, "beta": 0.1}
 
 
+def _installed_models_dir() -> Path:
+    spec = importlib.util.find_spec("vllm")  # no vLLM import at collection time
+    return Path(spec.origin).parent / "model_executor" / "models"
+
+
+_MODELS = _installed_models_dir()
+# Kimi-K2.5 exists only in vLLM >= 0.16, llama_4_scaling only where
+# DeepseekV2Model computes it; elsewhere there is nothing to support.
+KINDS = ["deepseek_v3", "llama"]
+if (_MODELS / "kimi_k25.py").exists():
+    KINDS.insert(1, "kimi")
+if "def _get_llama_4_scaling" in (_MODELS / "deepseek_v2.py").read_text():
+    KINDS.insert(-1, "mistral_large3")
+
+
 @pytest.fixture(scope="module")
 def vllm_models():
-    from vllm.model_executor.models import deepseek_v2, interfaces, kimi_k25, llama
+    import importlib
 
-    return SimpleNamespace(ds=deepseek_v2, itf=interfaces, kimi=kimi_k25, llama=llama)
+    from vllm.model_executor.models import deepseek_v2, interfaces, llama
+
+    kimi = None
+    if "kimi" in KINDS:
+        kimi = importlib.import_module("vllm.model_executor.models.kimi_k25")
+    return SimpleNamespace(ds=deepseek_v2, itf=interfaces, kimi=kimi, llama=llama)
 
 
 @pytest.fixture
-def single_rank(cw_mod, vllm_models, monkeypatch):
-    pp = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1)
-    tp = SimpleNamespace(rank_in_group=0, world_size=1)
-    for mod in (cw_mod, vllm_models.ds, vllm_models.llama):
-        monkeypatch.setattr(mod, "get_pp_group", lambda: pp, raising=False)
-    monkeypatch.setattr(cw_mod, "get_tp_group", lambda: tp, raising=False)
+def single_rank(monkeypatch):
+    """vLLM's TP and PP groups (read by get_tp_group() / get_pp_group()) for a
+    single-rank run."""
+    from vllm.distributed import parallel_state as ps
+
+    group = SimpleNamespace(
+        rank_in_group=0, world_size=1, rank=0, ranks=[0], is_first_rank=True, is_last_rank=True
+    )
+    monkeypatch.setattr(ps, "_TP", group)
+    monkeypatch.setattr(ps, "_PP", group)
+
+
+def _interface_bases(real_cls):
+    return tuple(
+        b for b in real_cls.__bases__
+        if b.__module__.startswith("vllm.model_executor.models.interface")
+    )
+
+
+def _mirror(name, real_cls, bases, ns, delegating=()):
+    """A class named like real_cls with real_cls's vLLM interface mixins and its
+    own (delegating) methods among `delegating`, where the real class has them."""
+    ns = dict(ns)
+    for m in delegating:
+        if m in real_cls.__dict__:
+            ns[m] = real_cls.__dict__[m]
+    return type(name, (*bases, *_interface_bases(real_cls)), ns)
+
+
+EMBED = ("embed_input_ids", "get_input_embeddings")
 
 
 def _fake_tree(kind, m):
-    """nn.Module trees mirroring vLLM 0.16's layout (see module docstring)."""
+    """nn.Module trees mirroring the installed vLLM's layout (module docstring)."""
 
     class _Layer(nn.Module):
         def __init__(self, i):
@@ -63,11 +119,20 @@ def _fake_tree(kind, m):
                 out = out * llama_4_scaling[:, 0, 0][:, None]
             return out, residual
 
-    class DeepseekV2DecoderLayer(_Layer):  # 0.16 signature, checked below
-        def forward(self, positions, hidden_states, residual, llama_4_scaling=None):
-            return self.step(hidden_states, residual, llama_4_scaling)
+    ds_has_l4s = "llama_4_scaling" in inspect.signature(m.ds.DeepseekV2DecoderLayer.forward).parameters
+    if ds_has_l4s:  # vLLM >= 0.16 signature (checked in test_fakes_mirror_installed_vllm)
 
-    class LlamaDecoderLayer(_Layer):  # 0.16 signature, checked below
+        class DeepseekV2DecoderLayer(_Layer):
+            def forward(self, positions, hidden_states, residual, llama_4_scaling=None):
+                return self.step(hidden_states, residual, llama_4_scaling)
+
+    else:
+
+        class DeepseekV2DecoderLayer(_Layer):
+            def forward(self, positions, hidden_states, residual):
+                return self.step(hidden_states, residual, None)
+
+    class LlamaDecoderLayer(_Layer):
         def forward(self, positions, hidden_states, residual):
             return self.step(hidden_states, residual, None)
 
@@ -76,98 +141,115 @@ def _fake_tree(kind, m):
             out = hidden_states + residual
             return out * 0.5, out
 
-    class _Base(nn.Module):
-        def __init__(self, layer_cls, config):
-            super().__init__()
-            self.config = config
-            self.embed_tokens = nn.Embedding(64, H)
-            self.start_layer, self.end_layer = 0, LAYERS
-            self.layers = nn.ModuleList(layer_cls(i) for i in range(LAYERS))
-            self.norm = _Norm()
+    def embed(self, input_ids):
+        return self.embed_tokens(input_ids)
 
-        def embed_input_ids(self, input_ids):  # 0.16 name (was get_input_embeddings)
-            return self.embed_tokens(input_ids)
+    def base_init(self, layer_cls, config):
+        nn.Module.__init__(self)
+        self.config = config
+        self.embed_tokens = nn.Embedding(64, H)
+        self.start_layer, self.end_layer = 0, LAYERS
+        self.layers = nn.ModuleList(layer_cls(i) for i in range(LAYERS))
+        self.norm = _Norm()
+        self.aux_hidden_state_layers = ()
+
+    def base_cls(name, real):  # embedding method under the installed name(s)
+        ns = {"__init__": base_init, "forward": real.forward}  # vLLM's own forward
+        ns.update({e: embed for e in EMBED if hasattr(real, e)})
+        return type(name, (nn.Module,), ns)
+
+    def causal_lm(name, real, base, layer_cls, config):
+        def init(self):
+            nn.Module.__init__(self)
+            self.config = config
+            self.model = base(layer_cls, config)
+
+        return _mirror(name, real, (nn.Module,), {"__init__": init}, delegating=(
+            *EMBED, "set_aux_hidden_state_layers", "get_eagle3_aux_hidden_state_layers",
+        ))
 
     if kind == "llama":
-
-        class LlamaModel(_Base):
-            forward = m.llama.LlamaModel.forward  # vLLM's own forward
-            aux_hidden_state_layers = ()
-
-        class LlamaForCausalLM(nn.Module, m.itf.SupportsEagle3):
-            def __init__(self):
-                super().__init__()
-                self.model = LlamaModel(LlamaDecoderLayer, SimpleNamespace())
-
-            def set_aux_hidden_state_layers(self, layers):
-                pass
-
-            def get_eagle3_aux_hidden_state_layers(self):
-                return ()
-
-        top = LlamaForCausalLM()
+        LlamaModel = base_cls("LlamaModel", m.llama.LlamaModel)
+        top = causal_lm("LlamaForCausalLM", m.llama.LlamaForCausalLM, LlamaModel,
+                        LlamaDecoderLayer, SimpleNamespace())()
         return top, top.model
 
-    class DeepseekV2Model(_Base):
-        forward = m.ds.DeepseekV2Model.forward  # vLLM's own forward
-
+    DeepseekV2Model = base_cls("DeepseekV2Model", m.ds.DeepseekV2Model)
     config = SimpleNamespace(llama_4_scaling=L4S) if kind == "mistral_large3" else SimpleNamespace()
-
-    class DeepseekV2ForCausalLM(nn.Module, m.itf.SupportsEagle):
-        def __init__(self):
-            super().__init__()
-            self.model = DeepseekV2Model(DeepseekV2DecoderLayer, config)
-
-    class DeepseekV3ForCausalLM(DeepseekV2ForCausalLM):
-        pass
+    DeepseekV2ForCausalLM = causal_lm("DeepseekV2ForCausalLM", m.ds.DeepseekV2ForCausalLM,
+                                      DeepseekV2Model, DeepseekV2DecoderLayer, config)
+    DeepseekV3ForCausalLM = type("DeepseekV3ForCausalLM", (DeepseekV2ForCausalLM,), {})
 
     if kind == "kimi":
 
-        class KimiK25ForConditionalGeneration(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.vision_tower = nn.Identity()
-                self.mm_projector = nn.Identity()
-                # kimi_k25.py builds it with architectures=["DeepseekV2ForCausalLM"]
-                self.language_model = DeepseekV2ForCausalLM()
+        def kimi_init(self):
+            nn.Module.__init__(self)
+            self.vision_tower = nn.Identity()
+            self.mm_projector = nn.Identity()
+            # kimi_k25.py builds it with architectures=["DeepseekV2ForCausalLM"]
+            self.language_model = DeepseekV2ForCausalLM()
 
-        top = KimiK25ForConditionalGeneration()
+        Kimi = _mirror("KimiK25ForConditionalGeneration", m.kimi.KimiK25ForConditionalGeneration,
+                       (nn.Module,), {"__init__": kimi_init}, delegating=EMBED)
+        top = Kimi()
         return top, top.language_model.model
 
     top = DeepseekV3ForCausalLM()
     return top, top.model
 
 
-def test_fakes_mirror_vllm_016(vllm_models):
+def test_fakes_mirror_installed_vllm(vllm_models):
     m = vllm_models
-    ds_params = list(inspect.signature(m.ds.DeepseekV2DecoderLayer.forward).parameters)
-    assert ds_params == ["self", "positions", "hidden_states", "residual", "llama_4_scaling"]
-    llama_params = list(inspect.signature(m.llama.LlamaDecoderLayer.forward).parameters)
-    assert llama_params == ["self", "positions", "hidden_states", "residual"]
-    for kind in ("deepseek_v3", "llama"):
-        _, base = _fake_tree(kind, m)
-        real_cls = m.ds.DeepseekV2DecoderLayer if kind != "llama" else m.llama.LlamaDecoderLayer
+    for kind in KINDS:
+        top, base = _fake_tree(kind, m)
+        if kind == "llama":
+            real_top, real_base, real_layer = (
+                m.llama.LlamaForCausalLM, m.llama.LlamaModel, m.llama.LlamaDecoderLayer)
+        elif kind == "kimi":
+            real_top, real_base, real_layer = (
+                m.kimi.KimiK25ForConditionalGeneration, m.ds.DeepseekV2Model,
+                m.ds.DeepseekV2DecoderLayer)
+        else:
+            real_top, real_base, real_layer = (
+                m.ds.DeepseekV3ForCausalLM, m.ds.DeepseekV2Model, m.ds.DeepseekV2DecoderLayer)
         assert list(inspect.signature(type(base.layers[0]).forward).parameters) == list(
-            inspect.signature(real_cls.forward).parameters
-        )
-    assert m.ds.DeepseekV2ForCausalLM.model_cls is m.ds.DeepseekV2Model
+            inspect.signature(real_layer.forward).parameters
+        ), kind
+        for name in (*EMBED, "get_language_model"):
+            assert hasattr(type(base), name) == hasattr(real_base, name), (kind, name)
+            assert hasattr(type(top), name) == hasattr(real_top, name), (kind, name)
+        assert m.itf.supports_eagle3(type(top)) == m.itf.supports_eagle3(real_top), kind
+        assert m.itf.supports_eagle3(top) == m.itf.supports_eagle3(real_top), kind
+    if m.kimi is not None:
+        top, base = _fake_tree("kimi", m)
+        assert top.get_language_model().model is base
     assert issubclass(m.ds.DeepseekV3ForCausalLM, m.ds.DeepseekV2ForCausalLM)
-    assert hasattr(m.ds.DeepseekV2Model, "embed_input_ids")
-    assert not hasattr(m.ds.DeepseekV2Model, "get_input_embeddings")
-    assert not hasattr(m.llama.LlamaModel, "get_input_embeddings")
-    # why 0.3.0's supports_eagle3 gate must go (and why Llama passed it)
-    assert not m.itf.supports_eagle3(m.ds.DeepseekV3ForCausalLM)
-    assert not m.itf.supports_eagle3(m.kimi.KimiK25ForConditionalGeneration)
-    assert m.itf.supports_eagle3(m.llama.LlamaForCausalLM)
 
 
-@pytest.mark.parametrize("kind", ["deepseek_v3", "kimi", "mistral_large3", "llama"])
+def _captured(ext, req_id, T):
+    """Run the installed extension's capture protocol around one forward."""
+    ext._reset_capture()
+    if hasattr(ext, "_set_request_metadata"):  # 0.4.0: states keyed by request
+        ext.model_runner.input_batch = SimpleNamespace(req_id_to_index={req_id: 0})
+        ext._set_request_metadata({req_id: T})
+    return lambda: _by_request(ext._get_captured_states(), req_id)
+
+
+def _by_request(states, req_id):
+    if isinstance(states, dict):
+        assert set(states) == {req_id}, f"captured requests: {list(states)}"
+        return states[req_id]
+    return states
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_capture_matches_vllm_forward(kind, cw_mod, vllm_models, single_rank):
     top, base = _fake_tree(kind, vllm_models)
     real_forward = type(base).forward  # vLLM's DeepseekV2Model / LlamaModel.forward
     T = 7
     input_ids = torch.arange(3, 3 + T)
     positions = torch.arange(8188, 8188 + T)  # crosses original_max_position_embeddings
+    embed = getattr(base, "embed_input_ids", None) or base.get_input_embeddings
 
     ext = object.__new__(cw_mod.HiddenStatesWorkerExtension)
     ext.model_runner = SimpleNamespace(model=top)
@@ -180,15 +262,15 @@ def test_capture_matches_vllm_forward(kind, cw_mod, vllm_models, single_rank):
 
     with torch.no_grad():
         for use_embeds in (False, True):
-            embeds = base.embed_input_ids(input_ids) if use_embeds else None
+            embeds = embed(input_ids) if use_embeds else None
             ids = None if use_embeds else input_ids
-            ext._reset_capture()
+            get_captured = _captured(ext, "req_0_0", T)
             out = base.forward(
                 input_ids=ids, positions=positions, intermediate_tensors=None,
                 inputs_embeds=embeds,
             )
             seen = [layer.seen_scaling for layer in base.layers]
-            captured = ext._get_captured_states()
+            captured = get_captured()
             sums = {}
             hooks = [
                 layer.register_forward_hook(
@@ -217,5 +299,8 @@ def test_capture_matches_vllm_forward(kind, cw_mod, vllm_models, single_rank):
             for c, layer_id in zip(captured, TARGET):
                 assert torch.equal(c, sums[layer_id])
 
-    # **kwargs accepted, as vLLM's model forwards may receive extra arguments
-    inspect.signature(base.forward).bind(input_ids, positions, None, None, extra=1)
+    # The capture forward must accept every call vLLM's own forward accepts
+    # (0.16's LlamaModel.forward takes **extra_layer_kwargs).
+    real_params = inspect.signature(real_forward).parameters.values()
+    extra = {"extra": 1} if any(p.kind is p.VAR_KEYWORD for p in real_params) else {}
+    inspect.signature(base.forward).bind(input_ids, positions, None, None, **extra)

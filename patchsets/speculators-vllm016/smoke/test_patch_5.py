@@ -36,4 +36,5 @@ def test_shared_prefix_fully_computed(make_generator, smoke, monkeypatch):
     for step in steps:
         for req_id, (computed, n) in step.items():
             assert computed == 0, f"{req_id}: {computed} tokens taken from the cache"
-    assert gen.vllm_config.cache_config.enable_prefix_caching is False
+    # False with the patch (vLLM 0.11's default None also means off)
+    assert not gen.vllm_config.cache_config.enable_prefix_caching

@@ -19,13 +19,14 @@ LEGEND = (
 )
 
 
-def _load(folder: Path) -> list[dict[str, Any]]:
+def _load(folder: Path, order: list[str]) -> list[dict[str, Any]]:
     cells = [
         json.loads(p.read_text()) for p in sorted(folder.glob("*.json")) if p.name != "report.json"
     ]
     if not cells:
         raise UsageError(f"no cell results in {folder} (run 'nox -s matrix' first)")
-    return cells
+    rank = {cell: i for i, cell in enumerate(order)}
+    return sorted(cells, key=lambda c: (rank.get(c["cell"], len(rank)), c["cell"]))
 
 
 def _rows(cells: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
@@ -94,9 +95,12 @@ def _markdown(cells: list[dict[str, Any]], columns: list[str], rows: list[list[s
     return "\n".join(lines) + "\n"
 
 
-def report(folder: Path, docs: Path | None, out: Output | None = None) -> int:
+def report(
+    folder: Path, docs: Path | None, out: Output | None = None, order: list[str] | None = None
+) -> int:
+    """Write report.md/report.json in ``folder`` (cells in ``order``), and ``docs`` if given."""
     out = out or Output()
-    cells = _load(folder)
+    cells = _load(folder, order or [])
     columns, rows = _rows(cells)
     text = _markdown(cells, columns, rows)
     (folder / "report.md").write_text(text)
