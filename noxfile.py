@@ -40,8 +40,8 @@ def lint(session: nox.Session) -> None:
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
 
 
-def _real_env(session: nox.Session, name: str) -> str:
-    """A venv with the real speculators 0.3.0 + vLLM 0.16.0 stack (warm uv cache: seconds)."""
+def _real_env(session: nox.Session, name: str, stack: list[str] = REAL_STACK) -> str:
+    """A venv with a real speculators + vLLM 0.16.0 stack (warm uv cache: seconds)."""
     venv = ROOT / ".nox" / "_envs" / name
     if not (venv / "bin" / "python").exists():
         session.run("uv", "venv", "-q", "-p", PYTHON, str(venv), external=True)
@@ -55,7 +55,7 @@ def _real_env(session: nox.Session, name: str) -> str:
         str(venv / "bin" / "python"),
         "--link-mode",
         "hardlink",
-        *REAL_STACK,
+        *stack,
         external=True,
     )
     return str(venv / "bin" / "python")
@@ -63,19 +63,14 @@ def _real_env(session: nox.Session, name: str) -> str:
 
 @nox.session(python=PYTHON)
 def proof(session: nox.Session) -> None:
-    """Each speculators-vllm016 smoke test: fails unpatched, fails without its patch, passes."""
+    """Every bundled patchset's smoke tests: fail unpatched, fail without their patch, pass."""
     session.install("-e", ".")
-    target = _real_env(session, "speculators030-vllm016")
-    session.run(
-        "compatkit",
-        "prove",
-        "speculators-vllm016",
-        "--python",
-        target,
-        "--report",
-        str(ROOT / "build" / "proof"),
-        *session.posargs,
-    )
+    for patchset, stack in (("speculators-vllm016", REAL_STACK),
+                            ("speculators040-vllm016", ["speculators==0.4.0", "vllm==0.16.0",
+                                                         "pytest"])):
+        target = _real_env(session, f"proof-{patchset}", stack)
+        session.run("compatkit", "prove", patchset, "--python", target,
+                    "--report", str(ROOT / "build" / "proof"), *session.posargs)
 
 
 def _snapshot(site: Path, dist_info: str) -> dict[str, bytes]:

@@ -151,6 +151,7 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
     wheel = next(tmp_path.glob("compatkit-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "compatkit/patchsets/speculators-vllm016/patchset.toml" in names
+    assert "compatkit/patchsets/speculators040-vllm016/patchset.toml" in names
     smoke = "compatkit/patchsets/speculators-vllm016/smoke/test_patch_6"
     assert any(n.startswith(smoke) for n in names)
     venv = tmp_path / "v"
@@ -163,4 +164,7 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
     out = subprocess.run(
         [str(venv / "bin/compatkit"), "list", "--json"], capture_output=True, text=True, check=True
     ).stdout
-    assert [p["name"] for p in json.loads(out)["patchsets"]] == ["speculators-vllm016"]
+    assert [p["name"] for p in json.loads(out)["patchsets"]] == [
+        "speculators-vllm016",
+        "speculators040-vllm016",
+    ]
