@@ -32,6 +32,22 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def reliability(session: nox.Session) -> None:
+    """The full reliability run behind docs/reliability.md: every crash point, 10,000 fuzz
+    inputs per target, 25 rounds of 8 concurrent runs. CI runs the fast subset in `tests`."""
+    session.install("-e", ".[test]")
+    (ROOT / "build").mkdir(exist_ok=True)
+    report = ROOT / "build" / "reliability.jsonl"
+    report.unlink(missing_ok=True)
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "-s", "tests/test_crash.py", "tests/test_fuzz.py",
+        "tests/test_concurrency.py", "tests/test_security.py", "tests/test_interop.py",
+        "tests/test_cli.py::test_eight_concurrent_runs_serialise", *session.posargs,
+        env={"COMPATKIT_FULL": "1", "COMPATKIT_REPORT": str(report)},
+    )
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff and mypy --strict."""
     session.install("-e", ".[test]", "ruff", "mypy", "nox")

@@ -171,3 +171,19 @@ def test_global_options_after_the_command(demo: Demo, tmp_path: Path) -> None:
         "--json",
     )
     assert code == 0 and json.loads(out)["patchsets"][0]["name"] == "demo-fix"
+
+
+def test_revert_of_a_deletion_restores_record_byte_for_byte(demo: Demo) -> None:
+    """Rows of deleted files go back where they were, not after the rows that followed them."""
+    delete_init = (
+        "Patch-Id: patch-0\nTitle: t\nSymptom: s\nCause: c\nFix: f\n"
+        "Smoke-Test: smoke/test_patch_1.py\n---\n--- a/demo/__init__.py\n+++ /dev/null\n"
+        "@@ -1 +0,0 @@\n-from demo.greet import hello\n"
+    )
+    patches = {"0000.patch": delete_init, "0001.patch": PATCH_GREET}
+    write_patchset(demo.patchsets, name="deleting", patches=patches)
+    before = demo.venv.snapshot()
+    assert demo.run("apply", "deleting")[0] == 0
+    assert not (demo.venv.site / "demo/__init__.py").exists()
+    assert demo.run("revert", "deleting")[0] == 0
+    assert demo.venv.snapshot() == before

@@ -211,3 +211,17 @@ def test_full_disk_rolls_back(demo: Demo) -> None:
     assert demo.venv.snapshot() == before
     assert not list(demo.venv.site.rglob("*compatkit-journal*"))
     assert not list(demo.venv.site.rglob("*.compatkit-tmp"))
+
+
+def test_revert_restores_pip_record_byte_for_byte(pip_demo: tuple[Venv, Path, Path]) -> None:
+    """pip lists bytecode in RECORD; apply drops those rows, revert puts them back in place."""
+    venv, patchsets, _ = pip_demo
+    record = next(venv.site.glob("demo-1.0.dist-info")) / "RECORD"
+    original = record.read_bytes()
+    assert b"__pycache__/greet." in original
+    before = {p: p.read_bytes() for p in venv.site.rglob("*") if p.is_file()}
+    assert cli(venv, patchsets, "apply", "demo-fix").returncode == 0
+    assert b"__pycache__/greet." not in record.read_bytes()
+    assert cli(venv, patchsets, "revert", "demo-fix").returncode == 0
+    assert record.read_bytes() == original
+    assert {p: p.read_bytes() for p in venv.site.rglob("*") if p.is_file()} == before

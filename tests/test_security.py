@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from compatkit.errors import CompatkitError
 from compatkit.paths import check_relpath
-from conftest import Demo, build_wheel, write_patchset
+from conftest import DEMO_FILES, Demo, build_wheel, write_patchset
 
 
 def _patch(path_a: str, path_b: str, body: str = "@@ -0,0 +1 @@\n+evil = 1\n") -> str:
@@ -85,3 +87,66 @@ def test_binary_patch_is_refused(demo: Demo) -> None:
 def test_check_relpath_refuses(bad: str) -> None:
     with pytest.raises(CompatkitError):
         check_relpath(bad)
+
+
+def test_symlinked_file_inside_the_package_pointing_out(demo: Demo, tmp_path: Path) -> None:
+    """A file the distribution owns, replaced by a symlink to a file outside: never written."""
+    outside = tmp_path / "outside.py"
+    greet = demo.venv.site / "demo" / "greet.py"
+    outside.write_bytes(greet.read_bytes())  # same bytes, so even the RECORD hash matches
+    greet.unlink()
+    os.symlink(outside, greet)
+    before = demo.venv.snapshot()
+    for extra in ((), ("--force",)):
+        code, _, err = demo.run("apply", "demo-fix", *extra)
+        assert code == 1 and "is a symlink" in err, err
+        assert demo.venv.snapshot() == before
+    assert outside.read_bytes() == DEMO_FILES["demo/greet.py"]
+
+
+def test_revert_never_writes_through_a_symlink(demo: Demo, tmp_path: Path) -> None:
+    """A patched file swapped for a symlink after apply: revert --force replaces the link."""
+    assert demo.run("apply", "demo-fix")[0] == 0
+    outside = tmp_path / "outside.py"
+    outside.write_bytes(b"precious = 1\n")
+    greet = demo.venv.site / "demo" / "greet.py"
+    greet.unlink()
+    os.symlink(outside, greet)
+    code, _, err = demo.run("revert", "demo-fix")
+    assert code == 1 and "changed since compatkit wrote it" in err
+    assert demo.run("revert", "demo-fix", "--force")[0] == 0
+    assert outside.read_bytes() == b"precious = 1\n"
+    assert not greet.is_symlink() and greet.read_bytes() == DEMO_FILES["demo/greet.py"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (b"b/demo/\x00evil.py", b"NUL"),
+        (b"b/demo/\xff\xfeevil.py", b"control or undecodable character"),
+        (b"b/demo/\x1b[2Jevil.py", b"control or undecodable character"),
+        (b"b/demo/" + b"x" * 300 + b".py", b"File name too long"),
+        (b"b/demo/greet.py/inner.py", b"is not a directory"),
+        (b"b/demo", b"is not a regular file"),
+    ],
+)
+def test_hostile_names_through_the_whole_cli(demo: Demo, path: bytes, expected: bytes) -> None:
+    """A real ``python -m compatkit`` process: exit 1, one clean stderr line, nothing changed."""
+    text = _patch("/dev/null", "PATH").encode().replace(b"PATH", path)
+    root = write_patchset(demo.patchsets, name="hostile", patches={"0001.patch": ""})
+    (root / "patches" / "0001.patch").write_bytes(text)
+    before = demo.venv.snapshot()
+    cmd = [sys.executable, "-m", "compatkit", "--python", demo.venv.python]
+    cmd += ["--patchset-dir", str(demo.patchsets), "apply", "hostile"]
+    proc = subprocess.run(cmd, capture_output=True)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith(b"compatkit: error: ") and expected in proc.stderr
+    assert all(line.startswith(b"  - ") for line in lines[1:])
+    assert b"\x1b" not in proc.stderr and b"\x00" not in proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert demo.venv.snapshot() == before
+    for extra in ("--dry-run", "--force"):
+        code, _, err = demo.run("apply", "hostile", extra)
+        assert code == 1 and expected.decode() in err and "Traceback" not in err
+        assert demo.venv.snapshot() == before

@@ -96,7 +96,7 @@ def _convert_hunk(hunk: object, where: str) -> Hunk:
         value: str = line.value
         if value.endswith("\n"):
             value = value[:-1]
-        lines.append((kind, value))
+        lines.append((kind or " ", value))  # unidiff types a bare empty line "" (context)
     return Hunk(
         hunk.source_start,  # type: ignore[attr-defined]
         hunk.source_length,  # type: ignore[attr-defined]
@@ -122,7 +122,7 @@ def _refuse_unsupported(pf: object, where: str) -> None:
 
 def _convert_file(pf: object, label: str) -> FileDiff:
     source, target = _strip_prefixes(pf.source_file or "", pf.target_file or "")  # type: ignore[attr-defined]
-    where = f"{label}: {target if target != DEV_NULL else source}"
+    where = f"{label}: {shown(target if target != DEV_NULL else source)}"
     _refuse_unsupported(pf, where)
     if source == DEV_NULL and target == DEV_NULL:
         raise PatchFormatError(f"{where}: both sides are /dev/null")
@@ -130,7 +130,9 @@ def _convert_file(pf: object, label: str) -> FileDiff:
         "create" if source == DEV_NULL else "delete" if target == DEV_NULL else "modify"
     )
     if kind == "modify" and source != target:
-        raise PatchFormatError(f"{where}: source and target paths differ ({source} vs {target})")
+        raise PatchFormatError(
+            f"{where}: source and target paths differ ({shown(source)} vs {shown(target)})"
+        )
     hunks = tuple(_convert_hunk(h, where) for h in pf)  # type: ignore[attr-defined]
     if not hunks and kind == "modify":
         raise PatchFormatError(f"{where}: file header without any hunk")
@@ -159,11 +161,16 @@ def parse_diff(text: str, label: str) -> tuple[FileDiff, ...]:
     seen: set[str] = set()
     for f in files:
         if f.path in seen:
-            raise PatchFormatError(f"{label}: {f.path} appears twice in one patch")
+            raise PatchFormatError(f"{label}: {shown(f.path)} appears twice in one patch")
         seen.add(f.path)
     return files
 
 
+def shown(text: str) -> str:
+    """``text`` safe to print on one line: control and undecodable characters escaped."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def _one_line(message: str, limit: int = 160) -> str:
-    flat = " ".join(message.split())
+    flat = shown(" ".join(message.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

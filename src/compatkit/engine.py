@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from compatkit.diffparse import FileDiff, Hunk
+from compatkit.diffparse import FileDiff, Hunk, shown
 from compatkit.errors import CompatkitError
 
 Line = tuple[str, str]  # (content, eol) with eol in {"\n", "\r\n", ""}
@@ -23,7 +23,7 @@ Line = tuple[str, str]  # (content, eol) with eol in {"\n", "\r\n", ""}
 
 class HunkMismatch(CompatkitError):
     def __init__(self, path: str, hunk_no: int, reason: str) -> None:
-        super().__init__(f"{path}: hunk #{hunk_no} {reason}")
+        super().__init__(f"{shown(path)}: hunk #{hunk_no} {reason}")
         self.path, self.hunk_no, self.reason = path, hunk_no, reason
 
 

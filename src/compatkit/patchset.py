@@ -17,7 +17,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
-from compatkit.diffparse import FileDiff, parse_diff
+from compatkit.diffparse import FileDiff, parse_diff, shown
 from compatkit.errors import PatchFormatError
 
 if sys.version_info >= (3, 11):
@@ -112,13 +112,19 @@ def split_header(text: str) -> tuple[dict[str, str], str]:
 
 
 def parse_patch(path: Path, raw: bytes) -> Patch:
-    label = path.name
+    label = shown(path.name)
     text = raw.decode("utf-8", "surrogateescape")
     if not text.strip():
         raise PatchFormatError(f"{label}: empty patch file")
     fields, body = split_header(text)
+    try:
+        "".join(fields.values()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise PatchFormatError(f"{label}: the header is not valid UTF-8") from None
     files = parse_diff(body, label)
     patch_id = fields.get("patch-id") or path.stem
+    if not patch_id.isprintable():
+        raise PatchFormatError(f"{label}: Patch-Id {shown(patch_id)!r} has unprintable characters")
     return Patch(patch_id, fields, files, path, body)
 
 

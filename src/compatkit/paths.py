@@ -10,6 +10,7 @@ compatkit.errors.CompatkitError: refused path '../evil.py': it contains '..'
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from compatkit.errors import CompatkitError
@@ -27,6 +28,8 @@ def check_relpath(path: str) -> None:
         raise _refuse(path, "it is empty")
     if any(ch in path for ch in "\x00\r\n"):
         raise _refuse(path, "it contains a NUL or line break")
+    if not path.isprintable():
+        raise _refuse(path, "it contains a control or undecodable character")
     if "\\" in path:
         raise _refuse(path, "it contains a backslash")
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
@@ -45,14 +48,26 @@ def check_relpath(path: str) -> None:
 
 
 def resolve_inside(root: Path, path: str) -> Path:
-    """``root / path``, refusing symlinks anywhere between root and the file."""
+    """``root / path``, refusing symlinks anywhere between root and the file, and any
+    existing component that is not a directory (or, last, not a regular file)."""
     check_relpath(path)
     real_root = os.path.realpath(root)
     current = Path(root)
-    for part in path.split("/"):
+    parts = path.split("/")
+    for i, part in enumerate(parts, 1):
         current = current / part
-        if current.is_symlink():
+        try:
+            mode = current.lstat().st_mode
+        except FileNotFoundError:
+            break
+        except OSError as exc:  # a name too long, ...
+            raise _refuse(path, exc.strerror or str(exc)) from None
+        if stat.S_ISLNK(mode):
             raise _refuse(path, f"{current} is a symlink")
+        if i < len(parts) and not stat.S_ISDIR(mode):
+            raise _refuse(path, f"{current} is not a directory")
+        if i == len(parts) and not stat.S_ISREG(mode):
+            raise _refuse(path, f"{current} is not a regular file")
     resolved = os.path.realpath(current)
     if os.path.commonpath([real_root, resolved]) != real_root:
         raise _refuse(path, "it resolves outside site-packages")

@@ -84,6 +84,7 @@ def plan_revert(ov: Overlay, state: State, force: bool) -> list[str]:
     if problems and not force:
         return problems
     problems = []
+    rows: list[tuple[int | None, str]] = []  # original rows and their original indexes
     for f in state.files:
         for pyc in ov.pycs(f.path):
             ov.write(pyc, None)
@@ -92,20 +93,30 @@ def plan_revert(ov: Overlay, state: State, force: bool) -> list[str]:
             problems.append(f"backup of {f.path} is missing ({f.backup})")
             continue
         ov.write(f.path, original, f.mtime_ns)
-        if f.record_row is not None:
-            ov.record = ov.record.insert(f.record_index, Row.from_raw(f.record_row))
-        else:
-            ov.record = ov.record.without({f.path})
+        rows.append((f.record_index, f.record_row) if f.record_row is not None else (None, ""))
     for p in state.pycs:
         ov.write(p.path, ov.read(p.backup))
         if p.record_row is not None:
-            ov.record = ov.record.insert(p.record_index, Row.from_raw(p.record_row))
+            rows.append((p.record_index, p.record_row))
     own = [state_relpath(ov.dist, state.patchset)]
     own += [f.backup for f in state.files if f.backup] + [p.backup for p in state.pycs]
     for rel in own:
         ov.write(rel, None)
-    ov.record = ov.record.without(set(own))
+    ov.record = _restore_rows(ov.record, {f.path for f in state.files} | set(own), rows)
     return problems
+
+
+def _restore_rows(record: Record, drop: set[str], rows: list[tuple[int | None, str]]) -> Record:
+    """Drop every row the apply added or changed, then put the original rows back.
+
+    Indexes are those of the RECORD the apply started from, so inserting in ascending order
+    rebuilds it byte for byte whatever the apply removed, replaced or appended.
+    """
+    record = record.without(drop | {Row.from_raw(raw).path for _, raw in rows if raw})
+    known = sorted((i, raw) for i, raw in rows if raw and i is not None)
+    for index, raw in known + [(i, raw) for i, raw in rows if raw and i is None]:
+        record = record.insert(index, Row.from_raw(raw))
+    return record
 
 
 def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[str]:
@@ -172,6 +183,7 @@ def _record_changes(
 ) -> None:
     folder = backup_dir(ov.dist, state.patchset)
     own: list[str] = [state_relpath(ov.dist, state.patchset)]
+    start = ov.record  # indexes below are indexes in this RECORD (see _restore_rows)
     for i, (path, new) in enumerate(result.contents.items()):
         original = base[path]
         fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
@@ -182,7 +194,7 @@ def _record_changes(
             own.append(fs.backup)
         row = ov.record.get(path)
         if row is not None:
-            fs.record_row, fs.record_index = row.raw, ov.record.index(path)
+            fs.record_row, fs.record_index = row.raw, start.index(path)
         if new is None:
             ov.record = ov.record.without({path})
         elif row is not None:
@@ -191,7 +203,7 @@ def _record_changes(
             ov.record = ov.record.insert(None, row_for(path, new))
         ov.write(path, new)
         for j, pyc in enumerate(ov.pycs(path)):
-            _drop_pyc(ov, state, pyc, f"{folder}/pyc/{i}-{j}")
+            _drop_pyc(ov, state, pyc, f"{folder}/pyc/{i}-{j}", start)
         state.files.append(fs)
     own += [p.backup for p in state.pycs]
     ov.write(own[0], state.to_json())
@@ -200,12 +212,12 @@ def _record_changes(
         ov.record = ov.record.insert(None, row_for(rel, None))
 
 
-def _drop_pyc(ov: Overlay, state: State, pyc: str, backup: str) -> None:
+def _drop_pyc(ov: Overlay, state: State, pyc: str, backup: str, start: Record) -> None:
     data = ov.read(pyc)
     if data is None:
         return
     row = ov.record.get(pyc)
-    index = ov.record.index(pyc)
+    index = start.index(pyc)
     state.pycs.append(PycState(pyc, backup, row.raw if row else None, index))
     ov.write(backup, data)
     ov.write(pyc, None)

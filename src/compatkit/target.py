@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from compatkit.errors import UsageError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.records import Record
 
 _PROBE = r"""
@@ -72,10 +72,16 @@ class Dist:
             raise UsageError(f"{self.name} {self.version} has no RECORD file") from None
 
     def read(self, relpath: str) -> bytes | None:
+        """The bytes at ``relpath`` below the root, None if absent; never outside the root."""
+        if relpath.startswith("/") or ".." in relpath.split("/"):
+            raise CompatkitError(f"refused path {relpath!r}: it leaves site-packages")
         try:
             return (self.root / relpath).read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise CompatkitError(f"cannot read {relpath!r}: {reason}") from None
 
 
 @dataclass(frozen=True)
