@@ -8,8 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from packaging.requirements import Requirement
+from typing import TYPE_CHECKING
 
 from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
@@ -17,6 +16,9 @@ from compatkit.patchset import Patchset
 from compatkit.records import hash_bytes
 from compatkit.state import State
 from compatkit.target import Dist, Environment
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 
 def _version_problem(req: Requirement, found: str | None) -> str | None:
@@ -29,6 +31,7 @@ def _version_problem(req: Requirement, found: str | None) -> str | None:
 
 def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> list[str]:
     """Every way the environment misses the patchset's target and requirements."""
+    from packaging.requirements import Requirement
     target = Requirement(f"{ps.distribution}{ps.specifier}")
     problems = [_version_problem(target, dist.version if dist else None)]
     for req in ps.requires:

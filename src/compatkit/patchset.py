@@ -11,14 +11,17 @@ import hashlib
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from typing import TYPE_CHECKING
 
 from compatkit.diffparse import FileDiff, parse_diff, shown
 from compatkit.errors import PatchFormatError
+from compatkit.names import canonical_name
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,11 +38,16 @@ _ALIASES = {"subject": "title", "from": "author", "date": "last-update", "smoke"
 
 @dataclass(frozen=True)
 class Patch:
+    """One patch file. Its diff is parsed on first use of :attr:`files` (start-up time)."""
+
     id: str
     fields: dict[str, str]
-    files: tuple[FileDiff, ...]
     path: Path
     diff_text: str
+
+    @cached_property
+    def files(self) -> tuple[FileDiff, ...]:
+        return parse_diff(self.diff_text, shown(self.path.name))
 
     @property
     def title(self) -> str:
@@ -55,12 +63,35 @@ class Patchset:
     version: str
     summary: str
     distribution: str
-    specifier: SpecifierSet
-    requires: tuple[Requirement, ...]
+    specifier_text: str
+    requires_text: tuple[str, ...]
     patches: tuple[Patch, ...]
     root: Path
     digest: str
     series: tuple[str, ...] = field(default=())
+
+    @cached_property
+    def specifier(self) -> SpecifierSet:
+        """The PEP 440 specifier, parsed on first use (packaging is slow to import)."""
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            return SpecifierSet(self.specifier_text)
+        except InvalidSpecifier as exc:
+            raise PatchFormatError(f"{self.root}/patchset.toml: bad specifier: {exc}") from None
+
+    @cached_property
+    def requires(self) -> tuple[Requirement, ...]:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        out = []
+        for text in self.requires_text:
+            try:
+                out.append(Requirement(text))
+            except InvalidRequirement as exc:
+                where = f"{self.root}/patchset.toml"
+                raise PatchFormatError(f"{where}: bad requirement {text!r}: {exc}") from None
+        return tuple(out)
 
     def patch(self, patch_id: str) -> Patch | None:
         return next((p for p in self.patches if p.id == patch_id), None)
@@ -111,7 +142,8 @@ def split_header(text: str) -> tuple[dict[str, str], str]:
     return {k: v.strip() for k, v in fields.items()}, body
 
 
-def parse_patch(path: Path, raw: bytes) -> Patch:
+def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
+    """Parse one patch file; ``eager=False`` leaves the diff to be parsed on first use."""
     label = shown(path.name)
     text = raw.decode("utf-8", "surrogateescape")
     if not text.strip():
@@ -121,11 +153,13 @@ def parse_patch(path: Path, raw: bytes) -> Patch:
         "".join(fields.values()).encode("utf-8")
     except UnicodeEncodeError:
         raise PatchFormatError(f"{label}: the header is not valid UTF-8") from None
-    files = parse_diff(body, label)
     patch_id = fields.get("patch-id") or path.stem
     if not patch_id.isprintable():
         raise PatchFormatError(f"{label}: Patch-Id {shown(patch_id)!r} has unprintable characters")
-    return Patch(patch_id, fields, files, path, body)
+    patch = Patch(patch_id, fields, path, body)
+    if eager:
+        _ = patch.files
+    return patch
 
 
 def _table(data: dict[str, object], key: str, where: str) -> dict[str, object]:
@@ -146,16 +180,6 @@ def _string_list(value: object, key: str, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise PatchFormatError(f"{where}: '{key}' must be a list of strings")
     return list(value)
-
-
-def _requirements(target: dict[str, object], where: str) -> tuple[Requirement, ...]:
-    out = []
-    for text in _string_list(target.get("requires", []), "requires", where):
-        try:
-            out.append(Requirement(text))
-        except InvalidRequirement as exc:
-            raise PatchFormatError(f"{where}: bad requirement {text!r}: {exc}") from None
-    return tuple(out)
 
 
 def _series_path(root: Path, entry: str, where: str) -> Path:
@@ -180,10 +204,7 @@ def load_patchset(root: Path) -> Patchset:
     name = _string(meta, "name", where)
     if name != root.name:
         raise PatchFormatError(f"{where}: name {name!r} differs from its directory {root.name!r}")
-    try:
-        specifier = SpecifierSet(_string(target, "specifier", where))
-    except InvalidSpecifier as exc:
-        raise PatchFormatError(f"{where}: bad specifier: {exc}") from None
+    specifier = _string(target, "specifier", where)
     digest = hashlib.sha256(raw_toml)
     patches: list[Patch] = []
     raw_series = meta.get("series", data.get("series", target.get("series")))
@@ -192,7 +213,7 @@ def load_patchset(root: Path) -> Patchset:
         path = _series_path(root, entry, where)
         raw = path.read_bytes()
         digest.update(hashlib.sha256(raw).digest())
-        patches.append(parse_patch(path, raw))
+        patches.append(parse_patch(path, raw, eager=False))
     ids = [p.id for p in patches]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -201,9 +222,9 @@ def load_patchset(root: Path) -> Patchset:
         name=name,
         version=_string(meta, "version", where),
         summary=str(meta.get("summary", "")),
-        distribution=canonicalize_name(_string(target, "distribution", where)),
-        specifier=specifier,
-        requires=_requirements(target, where),
+        distribution=canonical_name(_string(target, "distribution", where)),
+        specifier_text=specifier,
+        requires_text=tuple(_string_list(target.get("requires", []), "requires", where)),
         patches=tuple(patches),
         root=root,
         digest=digest.hexdigest(),

@@ -15,11 +15,11 @@ import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.names import canonical_name
 from compatkit.records import Record
 
 _PROBE = r"""
@@ -89,18 +89,24 @@ class Environment:
     executable: str
     paths: tuple[str, ...]
     cache_tag: str | None
-    markers: dict[str, str]
+    probed_markers: dict[str, str] | None = None
+
+    @cached_property
+    def markers(self) -> dict[str, str]:
+        """PEP 508 marker values of the target (computed on first use for our own interpreter)."""
+        if self.probed_markers is not None:
+            return self.probed_markers
+        from packaging.markers import default_environment
+
+        return {k: str(v) for k, v in default_environment().items()}
 
     @classmethod
     def current(cls) -> Environment:
-        from packaging.markers import default_environment
-
         paths = sysconfig.get_paths()
         return cls(
             sys.executable,
             tuple(dict.fromkeys([paths["purelib"], paths["platlib"]])),
             sys.implementation.cache_tag,
-            {k: str(v) for k, v in default_environment().items()},
         )
 
     @classmethod
@@ -129,17 +135,18 @@ class Environment:
         """The installed distribution called ``name`` (first on the path wins), or None."""
         import importlib_metadata
 
-        wanted = canonicalize_name(name)
+        wanted = canonical_name(name)
         # name= takes importlib-metadata's fast path: it matches normalised folder names
         # instead of reading every distribution's METADATA.
         for dist in importlib_metadata.distributions(name=wanted, path=list(self.paths)):
-            meta_name = dist.metadata["Name"] if dist.metadata else None
-            if not meta_name or canonicalize_name(meta_name) != wanted:
+            meta = _headers(dist.read_text("METADATA") or "")
+            meta_name, version = meta.get("name"), meta.get("version")
+            if not meta_name or not version or canonical_name(meta_name) != wanted:
                 continue
             info = Path(str(getattr(dist, "_path", "")))
             if not info.name.endswith(".dist-info"):
                 continue  # egg-info installs have no RECORD to own files with
-            return Dist(meta_name, dist.version, info, info.parent)
+            return Dist(meta_name, version, info, info.parent)
         return None
 
     def require(self, name: str) -> Dist:
@@ -150,6 +157,18 @@ class Environment:
 
     def describe(self) -> str:
         return f"the environment of {self.executable}"
+
+
+def _headers(metadata: str) -> dict[str, str]:
+    """Name and Version from core metadata, without the email parser (start-up time)."""
+    found: dict[str, str] = {}
+    for line in metadata.splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line
+        key, sep, value = line.partition(":")
+        if sep and key.lower() in ("name", "version") and key.lower() not in found:
+            found[key.lower()] = value.strip()
+    return found
 
 
 def _interpreter(python: str) -> str:
