@@ -62,13 +62,36 @@ def _globals(parser: argparse.ArgumentParser, sub: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    """add_argument of a subcommand that is not being run: its arguments are never built."""
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (None: unknown, so build every subparser)."""
+    takes_value = {"--python", "--patchset-dir", "--config"}
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in takes_value:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with ``only``, every other subcommand is a name and a help line."""
     parser = _Parser(prog="compatkit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"compatkit {__version__}")
     _globals(parser, sub=False)
     cmds = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        if only is not None and name != only:
+            skipped = cmds.add_parser(name, help=help_text, add_help=False)
+            setattr(skipped, "add_argument", _ignore)  # noqa: B010 - instance override
+            return skipped
         p = cmds.add_parser(name, help=help_text, description=help_text)
         _globals(p, sub=True)
         return p
@@ -305,7 +328,8 @@ def _run_authoring(args: argparse.Namespace, registry: Any, env: Any, out: Any) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_in(argv))
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

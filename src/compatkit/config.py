@@ -16,13 +16,18 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from compatkit.errors import PatchFormatError, UsageError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+
+def _toml() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
+
 
 POLICIES = ("strict", "warn")
 
@@ -66,8 +71,11 @@ def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | No
         if not candidate.is_file():
             continue
         try:
-            data = tomllib.loads(candidate.read_text())
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            text = candidate.read_text()
+            if "compatkit" not in text and explicit is None:
+                continue  # cheap pre-check: most pyproject.toml files have no such table
+            data = _toml().loads(text)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # TOMLDecodeError too
             raise PatchFormatError(f"{candidate}: {exc}") from None
         config = parse_config(data, candidate)
         if config is not None or explicit is not None:

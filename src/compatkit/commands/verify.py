@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from compatkit.checks import state_problems
 from compatkit.commands.revert import locate
 from compatkit.errors import CompatkitError
@@ -76,6 +74,8 @@ def _hash_row(dist: Dist, row: Row) -> str | None:
 
 def _pristine_problems(dist: Dist) -> list[str]:
     rows = [r for r in dist.read_record().rows if r.hash and not r.path.startswith("..")]
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=4) as pool:
         found = pool.map(lambda r: _hash_row(dist, r), rows, chunksize=32)
         problems = [p for p in found if p]
