@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,11 +30,40 @@ def _version_problem(req: Requirement, found: str | None) -> str | None:
     return None
 
 
+_PLAIN = re.compile(r"^\d+(\.\d+)*$")
+
+
+def _plain_release(version: str) -> tuple[int, ...] | None:
+    if not _PLAIN.match(version):
+        return None
+    parts = [int(p) for p in version.split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
+    """Why the installed target does not fit ``ps`` (None: it fits).
+
+    A plain ``==X.Y.Z`` pin against a plain installed version is decided without packaging,
+    whose import dominates the start-up time of ``status``; anything else goes to packaging.
+    """
+    wanted = f"{ps.distribution}{ps.specifier_text}"
+    if dist is None:
+        return f"needs {wanted}, which is not installed"
+    pin = ps.specifier_text.strip()
+    if pin.startswith("==") and "," not in pin:
+        a, b = _plain_release(pin[2:].strip()), _plain_release(dist.version)
+        if a is not None and b is not None:
+            return None if a == b else f"needs {wanted}, found {ps.distribution} {dist.version}"
+    if not ps.specifier.contains(dist.version, prereleases=True):
+        return f"needs {ps.distribution}{ps.specifier}, found {ps.distribution} {dist.version}"
+    return None
+
+
 def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> list[str]:
     """Every way the environment misses the patchset's target and requirements."""
-    from packaging.requirements import Requirement
-    target = Requirement(f"{ps.distribution}{ps.specifier}")
-    problems = [_version_problem(target, dist.version if dist else None)]
+    problems = [target_problem(ps, dist)]
     for req in ps.requires:
         if req.marker is not None and not req.marker.evaluate(env.markers):
             continue
@@ -126,7 +156,8 @@ def patch_statuses(
     ps: Patchset, env: Environment, dist: Dist | None, state: State | None
 ) -> list[PatchStatus]:
     if state is None:
-        problems = requirement_problems(ps, env, dist)
+        mismatch = target_problem(ps, dist)
+        problems = [mismatch] if mismatch else requirement_problems(ps, env, dist)
         if dist is None or problems:
             return [PatchStatus(p.id, "not applicable", problems[0]) for p in ps.patches]
         return textual_status(ps, dist)
