@@ -30,27 +30,37 @@ class Overlay:
         self.mtimes: dict[str, int] = {}
         self.record: Record = dist.read_record()
         self._original_record = self.record
+        self._disk: dict[str, bytes | None] = {}  # each file is read once (under the lock)
+        self._planned_pycs: dict[str, set[str]] = {}  # "dir/__pycache__/stem." -> pyc paths
+
+    def disk(self, relpath: str) -> bytes | None:
+        if relpath not in self._disk:
+            self._disk[relpath] = self.dist.read(relpath)
+        return self._disk[relpath]
 
     def read(self, relpath: str) -> bytes | None:
-        return self.data[relpath] if relpath in self.data else self.dist.read(relpath)
+        return self.data[relpath] if relpath in self.data else self.disk(relpath)
 
     def write(self, relpath: str, data: bytes | None, mtime_ns: int | None = None) -> None:
         self.data[relpath] = data
         if mtime_ns is not None:
             self.mtimes[relpath] = mtime_ns
+        if relpath.endswith(".pyc") and "/__pycache__/" in f"/{relpath}":
+            stem = relpath.rsplit("/", 1)[-1].split(".", 1)[0]
+            prefix = relpath.rsplit("/", 1)[0] + f"/{stem}."
+            self._planned_pycs.setdefault(prefix, set()).add(relpath)
 
     def pycs(self, relpath: str) -> list[str]:
         """``pycs_of(relpath)`` as this overlay would leave them."""
         prefix = str(Path(relpath).parent / "__pycache__" / Path(relpath).stem) + "."
-        planned = [r for r in self.data if r.startswith(prefix) and r.endswith(".pyc")]
-        found = set(pycs_of(self.dist.root, relpath)) | set(planned)
+        found = set(pycs_of(self.dist.root, relpath)) | self._planned_pycs.get(prefix, set())
         return sorted(r for r in found if self.read(r) is not None)
 
     def changes(self) -> list[Change]:
         out = [
             Change(rel, data, self.mtimes.get(rel))
             for rel, data in self.data.items()
-            if rel in self.mtimes or self.dist.read(rel) != data
+            if rel in self.mtimes or self.disk(rel) != data
         ]
         if self.record != self._original_record:
             out.append(Change(self.dist.record_relpath, self.record.render()))
@@ -184,6 +194,9 @@ def _record_changes(
     folder = backup_dir(ov.dist, state.patchset)
     own: list[str] = [state_relpath(ov.dist, state.patchset)]
     start = ov.record  # indexes below are indexes in this RECORD (see _restore_rows)
+    replace: dict[str, Row] = {}
+    remove: set[str] = set()
+    append: list[Row] = []
     for i, (path, new) in enumerate(result.contents.items()):
         original = base[path]
         fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
@@ -196,29 +209,30 @@ def _record_changes(
         if row is not None:
             fs.record_row, fs.record_index = row.raw, start.index(path)
         if new is None:
-            ov.record = ov.record.without({path})
+            remove.add(path)
         elif row is not None:
-            ov.record = ov.record.replace(path, row_for(path, new))
+            replace[path] = row_for(path, new)
         else:
-            ov.record = ov.record.insert(None, row_for(path, new))
+            append.append(row_for(path, new))
         ov.write(path, new)
         for j, pyc in enumerate(ov.pycs(path)):
-            _drop_pyc(ov, state, pyc, f"{folder}/pyc/{i}-{j}", start)
+            if _drop_pyc(ov, state, pyc, f"{folder}/pyc/{i}-{j}", start):
+                remove.add(pyc)
         state.files.append(fs)
     own += [p.backup for p in state.pycs]
     ov.write(own[0], state.to_json())
-    ov.record = ov.record.insert(None, row_for(own[0], None))
-    for rel in own[1:]:
-        ov.record = ov.record.insert(None, row_for(rel, None))
+    append += [row_for(rel, None) for rel in own]
+    ov.record = ov.record.edit(replace, remove, append)
 
 
-def _drop_pyc(ov: Overlay, state: State, pyc: str, backup: str, start: Record) -> None:
+def _drop_pyc(ov: Overlay, state: State, pyc: str, backup: str, start: Record) -> bool:
+    """Back up and delete one bytecode file; True if there was one (its row must go too)."""
     data = ov.read(pyc)
     if data is None:
-        return
+        return False
     row = ov.record.get(pyc)
     index = start.index(pyc)
     state.pycs.append(PycState(pyc, backup, row.raw if row else None, index))
     ov.write(backup, data)
     ov.write(pyc, None)
-    ov.record = ov.record.without({pyc})
+    return True

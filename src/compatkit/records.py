@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 from dataclasses import dataclass
+from functools import cached_property
 
 
 def hash_bytes(data: bytes) -> str:
@@ -75,8 +76,16 @@ class Record:
             text += self.terminator
         return text.encode("utf-8", "surrogateescape")
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        positions: dict[str, int] = {}
+        for i, row in enumerate(self.rows):
+            positions.setdefault(row.path, i)
+        return positions
+
     def get(self, path: str) -> Row | None:
-        return next((r for r in self.rows if r.path == path), None)
+        i = self._positions.get(path)
+        return None if i is None else self.rows[i]
 
     def paths(self) -> set[str]:
         return {r.path for r in self.rows}
@@ -101,7 +110,14 @@ class Record:
         return Record(self.rows + new, self.terminator, self.final_newline or not self.rows)
 
     def index(self, path: str) -> int | None:
-        return next((i for i, r in enumerate(self.rows) if r.path == path), None)
+        return self._positions.get(path)
+
+    def edit(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
+        """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs)."""
+        rows = [replace.get(r.path, r) for r in self.rows if r.path not in remove]
+        present = {r.path for r in rows}
+        rows += [r for r in append if r.path not in present]
+        return Record(tuple(rows), self.terminator, self.final_newline or not self.rows)
 
     def insert(self, index: int | None, row: Row) -> Record:
         rows = [r for r in self.rows if r.path != row.path]

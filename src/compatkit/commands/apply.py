@@ -83,8 +83,11 @@ def apply(
             replaced_version=state.version if state else None,
         )
         verb = "would apply" if dry_run else "applied"
-        for path, info in report.items():
+        shown = [(p, i) for p, i in report.items() if len(report) <= 20 or i["offsets"]]
+        for path, info in shown:
             out.line(f"  {path}: {', '.join(info['patches'])}{info['note']}")
+        if len(shown) < len(report):
+            out.line(f"  ... and {len(report) - len(shown)} more files (--json lists them all)")
         if dry_run:
             out.line(
                 f"{ps.name}: {verb} {len(plan.state.applied)} patches "
