@@ -16,7 +16,14 @@ from compatkit.errors import CompatkitError
 from compatkit.patchset import Patch, Patchset
 from compatkit.paths import resolve_inside
 from compatkit.records import Record, Row, hash_bytes, row_for
-from compatkit.state import FileState, PycState, State, backup_dir, state_relpath
+from compatkit.state import (
+    FileState,
+    PycState,
+    State,
+    backup_dir,
+    read_backup,
+    state_relpath,
+)
 from compatkit.target import Dist
 from compatkit.txn import Change
 
@@ -98,18 +105,19 @@ def plan_revert(ov: Overlay, state: State, force: bool) -> list[str]:
     for f in state.files:
         for pyc in ov.pycs(f.path):
             ov.write(pyc, None)
-        original = ov.read(f.backup) if f.backup else None
+        original = read_backup(ov.read, f)
         if f.backup and original is None:
             problems.append(f"backup of {f.path} is missing ({f.backup})")
             continue
         ov.write(f.path, original, f.mtime_ns)
         rows.append((f.record_index, f.record_row) if f.record_row is not None else (None, ""))
     for p in state.pycs:
-        ov.write(p.path, ov.read(p.backup))
+        ov.write(p.path, read_backup(ov.read, p))
         if p.record_row is not None:
             rows.append((p.record_index, p.record_row))
     own = [state_relpath(ov.dist, state.patchset)]
     own += [f.backup for f in state.files if f.backup] + [p.backup for p in state.pycs]
+    own = list(dict.fromkeys(own))
     for rel in own:
         ov.write(rel, None)
     ov.record = _restore_rows(ov.record, {f.path for f in state.files} | set(own), rows)
@@ -192,19 +200,18 @@ def _record_changes(
     ov: Overlay, state: State, base: dict[str, bytes | None], result: SeriesResult
 ) -> None:
     folder = backup_dir(ov.dist, state.patchset)
+    archive = _Archive(f"{folder}/originals")
     own: list[str] = [state_relpath(ov.dist, state.patchset)]
     start = ov.record  # indexes below are indexes in this RECORD (see _restore_rows)
     replace: dict[str, Row] = {}
     remove: set[str] = set()
     append: list[Row] = []
-    for i, (path, new) in enumerate(result.contents.items()):
+    for path, new in result.contents.items():
         original = base[path]
         fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
         if original is not None:
-            fs.backup = f"{folder}/orig/{i}"
+            fs.backup, fs.backup_offset, fs.backup_size = archive.add(original)
             fs.mtime_ns = ov.mtimes.get(path) or (ov.dist.root / path).stat().st_mtime_ns
-            ov.write(fs.backup, original)
-            own.append(fs.backup)
         row = ov.record.get(path)
         if row is not None:
             fs.record_row, fs.record_index = row.raw, start.index(path)
@@ -215,24 +222,39 @@ def _record_changes(
         else:
             append.append(row_for(path, new))
         ov.write(path, new)
-        for j, pyc in enumerate(ov.pycs(path)):
-            if _drop_pyc(ov, state, pyc, f"{folder}/pyc/{i}-{j}", start):
+        for pyc in ov.pycs(path):
+            if _drop_pyc(ov, state, pyc, archive, start):
                 remove.add(pyc)
         state.files.append(fs)
-    own += [p.backup for p in state.pycs]
+    if archive.data:
+        ov.write(archive.path, bytes(archive.data))
+        own.append(archive.path)
     ov.write(own[0], state.to_json())
     append += [row_for(rel, None) for rel in own]
     ov.record = ov.record.edit(replace, remove, append)
 
 
-def _drop_pyc(ov: Overlay, state: State, pyc: str, backup: str, start: Record) -> bool:
+class _Archive:
+    """All original bytes of one apply in one file: one write instead of one per file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.data = bytearray()
+
+    def add(self, blob: bytes) -> tuple[str, int, int]:
+        offset = len(self.data)
+        self.data += blob
+        return self.path, offset, len(blob)
+
+
+def _drop_pyc(ov: Overlay, state: State, pyc: str, archive: _Archive, start: Record) -> bool:
     """Back up and delete one bytecode file; True if there was one (its row must go too)."""
     data = ov.read(pyc)
     if data is None:
         return False
     row = ov.record.get(pyc)
     index = start.index(pyc)
-    state.pycs.append(PycState(pyc, backup, row.raw if row else None, index))
-    ov.write(backup, data)
+    path, offset, size = archive.add(data)
+    state.pycs.append(PycState(pyc, path, row.raw if row else None, index, offset, size))
     ov.write(pyc, None)
     return True

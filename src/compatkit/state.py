@@ -11,6 +11,7 @@ listed in RECORD, so ``pip uninstall`` removes them with the distribution.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,11 +26,13 @@ class FileState:
     path: str
     original_sha: str | None  # None: the patchset created the file
     written_sha: str | None  # None: the patchset deleted the file
-    backup: str | None = None  # root-relative path of the original bytes
+    backup: str | None = None  # root-relative path of the archive holding the original bytes
     mtime_ns: int | None = None
     record_row: str | None = None  # the original RECORD row, verbatim
     record_index: int | None = None
     patches: list[str] = field(default_factory=list)
+    backup_offset: int | None = None  # where in the archive (None: the whole file)
+    backup_size: int | None = None
 
 
 @dataclass
@@ -38,6 +41,8 @@ class PycState:
     backup: str
     record_row: str | None = None
     record_index: int | None = None
+    backup_offset: int | None = None
+    backup_size: int | None = None
 
 
 @dataclass
@@ -67,6 +72,17 @@ class State:
 
 def state_relpath(dist: Dist, patchset: str) -> str:
     return f"{dist.dist_info.name}/{STATE_DIR}/{patchset}.json"
+
+
+def read_backup(read: Callable[[str], bytes | None], entry: FileState | PycState) -> bytes | None:
+    """The original bytes an entry points to: a slice of its archive (or a whole file)."""
+    if entry.backup is None:
+        return None
+    data = read(entry.backup)
+    if data is None or entry.backup_offset is None or entry.backup_size is None:
+        return data
+    chunk = data[entry.backup_offset : entry.backup_offset + entry.backup_size]
+    return chunk if len(chunk) == entry.backup_size else None
 
 
 def backup_dir(dist: Dist, patchset: str) -> str:

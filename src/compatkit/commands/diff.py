@@ -27,7 +27,7 @@ from compatkit.patchset import Patchset, load_patchset, parse_patch
 from compatkit.plan import Overlay, plan_apply, plan_revert
 from compatkit.records import hash_bytes
 from compatkit.registry import Registry
-from compatkit.state import State, load_state
+from compatkit.state import State, load_state, read_backup
 from compatkit.target import Dist, Environment
 from compatkit.wheels import WheelSource, pristine
 
@@ -112,7 +112,7 @@ def _bases(
     state, ps = target.state, target.existing
     record = dist.read_record()
     if state is not None and ps is not None:
-        originals = {f.path: dist.read(f.backup) if f.backup else None for f in state.files}
+        originals = {f.path: read_backup(dist.read, f) for f in state.files}
         applied = [(p.id, p.files) for p in ps.patches if p.id in state.applied]
         written = apply_series(originals, applied).contents
         bases.update({p: written[p] for p in edits if p in written})
