@@ -57,3 +57,26 @@ def test_prove_catches_a_smoke_test_that_cannot_fail(demo: Demo) -> None:
     (demo.patchsets / "demo-fix/smoke/test_patch_2.py").write_text("def test_ok():\n    pass\n")
     code, _, err = demo.run("prove", "demo-fix")
     assert code == 1 and "not proven both ways: patch-2" in err
+
+
+def test_upstream_classifies_by_smoke_test_and_by_diff(demo: Demo) -> None:
+    _add_pytest(demo)
+    code, out, err = demo.run("upstream", "demo-fix", "--against", "demo==1.0", "--json")
+    assert code == 0, err
+    verdicts = {p["id"]: (p["state"], p["textual"]) for p in json.loads(out)["patches"]}
+    assert verdicts == {
+        "patch-1": ("still needed", "applies cleanly"),
+        "patch-2": ("still needed", "applies cleanly"),
+    }
+    # "upstream" ships patch-1's fix, and changes the lines patch-2 touches another way
+    greet = demo.venv.site / "demo/greet.py"
+    greet.write_text(greet.read_text().replace("'hello '", "'hi '"))
+    util = demo.venv.site / "demo/util.py"
+    util.write_text(util.read_text().replace("line20 = 20\n", "line20 = 20  # still wrong\n"))
+    code, out, _ = demo.run("upstream", "demo-fix", "--against", "demo==1.0", "--json")
+    verdicts = {p["id"]: (p["state"], p["textual"]) for p in json.loads(out)["patches"]}
+    assert verdicts["patch-1"] == ("upstream", "its change is already present")
+    assert verdicts["patch-2"][0] == "needs port"
+    assert verdicts["patch-2"][1].startswith("conflict")
+    code, _, err = demo.run("upstream", "demo-fix", "--against", "other==1.0")
+    assert code == 2 and "targets demo" in err
