@@ -89,6 +89,11 @@ def proof(session: nox.Session) -> None:
                     "--report", str(ROOT / "build" / "proof"), *session.posargs)
 
 
+def _site_packages(session: nox.Session, python: str) -> Path:
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return Path(str(session.run(python, "-c", code, silent=True, external=True)).strip())
+
+
 def _snapshot(site: Path, dist_info: str) -> dict[str, bytes]:
     """Every file a distribution's RECORD lists, plus the whole dist-info folder."""
     record = (site / dist_info / "RECORD").read_text().splitlines()
@@ -104,17 +109,7 @@ def demo(session: nox.Session) -> None:
     venv = ROOT / ".nox" / "_envs" / "demo"
     session.run("rm", "-rf", str(venv), external=True)
     target = _real_env(session, "demo")
-    site = Path(
-        str(
-            session.run(
-                target,
-                "-c",
-                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-                silent=True,
-                external=True,
-            )
-        ).strip()
-    )
+    site = _site_packages(session, target)
     before = _snapshot(site, "speculators-0.3.0.dist-info")
     for step in (
         ["status", "speculators-vllm016"],
@@ -215,15 +210,7 @@ def _bench(session: nox.Session, quick: bool) -> None:
         str(ROOT),
         external=True,
     )
-    site = str(
-        session.run(
-            target,
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-            silent=True,
-            external=True,
-        )
-    ).strip()
+    site = _site_packages(session, target)
     packages = [
         "compatkit",
         "rich",
