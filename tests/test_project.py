@@ -91,7 +91,9 @@ def test_apply_with_no_name_and_no_config(
 
 
 def _sh(cmd: list[str], cwd: Path, **kw: object) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    # nox's uv backend exports UV_PROJECT_ENVIRONMENT (its own venv): a user's shell has none
+    drop = ("VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, **kw)  # type: ignore[call-overload,no-any-return]
 
 
