@@ -241,5 +241,6 @@ def _bench(session: nox.Session, quick: bool) -> None:
         target,
         "--out",
         str(out),
+        *(["--quick"] if quick else []),
         *session.posargs,
     )
