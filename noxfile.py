@@ -56,11 +56,13 @@ def lint(session: nox.Session) -> None:
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
 
 
-def _real_env(session: nox.Session, name: str, stack: list[str] = REAL_STACK) -> str:
-    """A venv with a real speculators + vLLM 0.16.0 stack (warm uv cache: seconds)."""
+def _real_env(
+    session: nox.Session, name: str, stack: list[str] = REAL_STACK, python: str = PYTHON
+) -> str:
+    """A venv under .nox/_envs with ``stack`` installed (warm uv cache: seconds)."""
     venv = ROOT / ".nox" / "_envs" / name
     if not (venv / "bin" / "python").exists():
-        session.run("uv", "venv", "-q", "-p", PYTHON, str(venv), external=True)
+        session.run("uv", "venv", "-q", "-p", python, str(venv), external=True)
     # --link-mode hardlink on purpose: compatkit must never write through uv's hardlinks.
     session.run(
         "uv",
@@ -134,26 +136,9 @@ def matrix(session: nox.Session, cell: str) -> None:
     """One version-matrix cell: env, packages, compatkit, apply, verify, smoke, revert, pristine."""
     spec = next(c for c in _cells() if c["id"] == cell)
     venv = ROOT / ".nox" / "_envs" / f"cell-{cell}"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        session.run("uv", "venv", "-q", "-p", str(spec["python"]), str(venv), external=True)
     packages = [str(p) for p in spec["packages"]]  # type: ignore[attr-defined]
-    session.run(
-        "uv",
-        "pip",
-        "install",
-        "-q",
-        "--python",
-        str(python),
-        "--link-mode",
-        "hardlink",
-        *packages,
-        "pytest",
-        external=True,
-    )
-    session.run(
-        "uv", "pip", "install", "-q", "--python", str(python), "-e", str(ROOT), external=True
-    )
+    python = _real_env(session, f"cell-{cell}", [*packages, "pytest"], str(spec["python"]))
+    session.run("uv", "pip", "install", "-q", "--python", python, "-e", str(ROOT), external=True)
     session.run(
         str(venv / "bin" / "compatkit"),
         "matrix",

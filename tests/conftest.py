@@ -33,7 +33,8 @@ class Venv:
     def site(self) -> Path:
         return next((self.root / "lib").glob("python3*/site-packages"))
 
-    def install(self, wheel: Path, installer: str = "uv", *extra: str) -> None:
+    def install(self, wheel: Path | str, installer: str = "uv", *extra: str) -> None:
+        """Install a wheel file (or a requirement such as ``name==1.0``) without deps."""
         if installer == "uv":
             cmd = [UV or "uv", "pip", "install", "--python", self.python, "--no-deps", *extra]
         else:

@@ -72,23 +72,7 @@ def test_uv_hardlinked_cache_is_untouched(
     wheel = build_wheel(tmp_path, "demo", "1.0", DEMO_FILES)
     cache = tmp_path / "uv-cache"
     venv = make_venv()
-    subprocess.run(
-        [
-            UV or "uv",
-            "pip",
-            "install",
-            "--python",
-            venv.python,
-            "--no-deps",
-            "--link-mode",
-            "hardlink",
-            "--cache-dir",
-            str(cache),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    venv.install(wheel, "uv", "--link-mode", "hardlink", "--cache-dir", str(cache))
     installed = venv.site / "demo/greet.py"
     assert installed.stat().st_nlink > 1, "uv did not hardlink"
     cached = [p for p in cache.rglob("greet.py") if p.stat().st_ino == installed.stat().st_ino]

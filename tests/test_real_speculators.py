@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 
 import pytest
@@ -16,21 +15,7 @@ def test_real_patchset_on_real_wheel_is_byte_exact(
     make_venv: Callable[..., Venv], capsys: pytest.CaptureFixture[str]
 ) -> None:
     venv = make_venv()
-    subprocess.run(
-        [
-            UV or "uv",
-            "pip",
-            "install",
-            "--python",
-            venv.python,
-            "--no-deps",
-            "--link-mode",
-            "hardlink",
-            "speculators==0.3.0",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    venv.install("speculators==0.3.0", "uv", "--link-mode", "hardlink")
     before = venv.snapshot()
     py = ["--python", venv.python]
     # vLLM is not installed here, so the requirement check refuses; --force is file-level only

@@ -65,7 +65,7 @@ class Overlay:
 
     def changes(self) -> list[Change]:
         out = [
-            Change(rel, data, self.mtimes.get(rel))
+            Change(rel, data, self.mtimes.get(rel), before=self.disk(rel), before_known=True)
             for rel, data in self.data.items()
             if rel in self.mtimes or self.disk(rel) != data
         ]

@@ -43,6 +43,8 @@ class Change:
     relpath: str  # relative to the distribution's root (site-packages)
     data: bytes | None  # None: delete the file
     mtime_ns: int | None = None  # set after writing (revert restores the original mtime)
+    before: bytes | None = None  # the current bytes, when the caller already read them
+    before_known: bool = False  # ... so the journal does not read the file again
 
 
 def _step() -> None:
@@ -120,8 +122,11 @@ def _write_journal(dist: Dist, changes: Sequence[Change]) -> Path:
             target = dist.root / change.relpath
             entry: dict[str, object] = {"path": change.relpath, "before": None}
             try:
+                if change.before_known and change.before is None:
+                    raise FileNotFoundError(target)
                 st = target.stat()
-                data = target.read_bytes()
+                data = change.before if change.before_known else target.read_bytes()
+                assert data is not None
             except FileNotFoundError:
                 entries.append(entry)
                 continue
