@@ -40,9 +40,17 @@ def reliability(session: nox.Session) -> None:
     report = ROOT / "build" / "reliability.jsonl"
     report.unlink(missing_ok=True)
     session.run(
-        "pytest", "-p", "no:cacheprovider", "-s", "tests/test_crash.py", "tests/test_fuzz.py",
-        "tests/test_concurrency.py", "tests/test_security.py", "tests/test_interop.py",
-        "tests/test_cli.py::test_eight_concurrent_runs_serialise", *session.posargs,
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-s",
+        "tests/test_crash.py",
+        "tests/test_fuzz.py",
+        "tests/test_concurrency.py",
+        "tests/test_security.py",
+        "tests/test_interop.py",
+        "tests/test_cli.py::test_eight_concurrent_runs_serialise",
+        *session.posargs,
         env={"COMPATKIT_FULL": "1", "COMPATKIT_REPORT": str(report)},
     )
 
@@ -52,6 +60,7 @@ def lint(session: nox.Session) -> None:
     """ruff and mypy --strict."""
     session.install("-e", ".[test]", "ruff", "mypy", "nox")
     session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
+    session.run("ruff", "format", "--check", "src", "tests", "noxfile.py", "bench")
     session.run("mypy")
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
 
@@ -83,12 +92,21 @@ def _real_env(
 def proof(session: nox.Session) -> None:
     """Every bundled patchset's smoke tests: fail unpatched, fail without their patch, pass."""
     session.install("-e", ".")
-    for patchset, stack in (("speculators-vllm016", REAL_STACK),
-                            ("speculators040-vllm016", ["speculators==0.4.0", "vllm==0.16.0",
-                                                         "pytest"])):
+    for patchset, stack in (
+        ("speculators-vllm016", REAL_STACK),
+        ("speculators040-vllm016", ["speculators==0.4.0", "vllm==0.16.0", "pytest"]),
+    ):
         target = _real_env(session, f"proof-{patchset}", stack)
-        session.run("compatkit", "prove", patchset, "--python", target,
-                    "--report", str(ROOT / "build" / "proof"), *session.posargs)
+        session.run(
+            "compatkit",
+            "prove",
+            patchset,
+            "--python",
+            target,
+            "--report",
+            str(ROOT / "build" / "proof"),
+            *session.posargs,
+        )
 
 
 def _site_packages(session: nox.Session, python: str) -> Path:

@@ -8,8 +8,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
@@ -17,7 +15,9 @@ from compatkit.patchset import Patchset
 from compatkit.records import hash_bytes
 from compatkit.state import State
 from compatkit.target import Dist, Environment
+from compatkit.value import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
@@ -91,11 +91,13 @@ def state_problems(dist: Dist, state: State) -> list[str]:
     return problems
 
 
-@dataclass(frozen=True)
-class PatchStatus:
-    id: str
-    status: str  # applied, not applied, drifted, excluded, outdated, not applicable
-    detail: str = ""
+class PatchStatus(Value):
+    __slots__ = ("id", "status", "detail")
+
+    def __init__(self, id: str, status: str, detail: str = "") -> None:
+        self.id = id
+        self.status = status  # applied, not applied, drifted, excluded, outdated, not applicable
+        self.detail = detail
 
 
 def _drifted_ids(dist: Dist, state: State) -> set[str]:

@@ -13,31 +13,34 @@
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from compatkit import tomlcache
 from compatkit.errors import PatchFormatError, UsageError
+from compatkit.value import Value
 
-
-def _toml() -> Any:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-    return tomllib
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    pass
 
 
 POLICIES = ("strict", "warn")
 
 
-@dataclass(frozen=True)
-class ProjectConfig:
-    path: Path
-    patchsets: tuple[str, ...]
-    patchset_dirs: tuple[Path, ...]
-    policy: str = "strict"
+class ProjectConfig(Value):
+    __slots__ = ("path", "patchsets", "patchset_dirs", "policy")
+
+    def __init__(
+        self,
+        path: Path,
+        patchsets: tuple[str, ...],
+        patchset_dirs: tuple[Path, ...],
+        policy: str = "strict",
+    ) -> None:
+        self.path = path
+        self.patchsets = patchsets
+        self.patchset_dirs = patchset_dirs
+        self.policy = policy
 
 
 def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
@@ -71,10 +74,10 @@ def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | No
         if not candidate.is_file():
             continue
         try:
-            text = candidate.read_text()
-            if "compatkit" not in text and explicit is None:
+            raw = candidate.read_bytes()
+            if b"compatkit" not in raw and explicit is None:
                 continue  # cheap pre-check: most pyproject.toml files have no such table
-            data = _toml().loads(text)
+            data = tomlcache.loads(raw)
         except (OSError, UnicodeDecodeError, ValueError) as exc:  # TOMLDecodeError too
             raise PatchFormatError(f"{candidate}: {exc}") from None
         config = parse_config(data, candidate)

@@ -1,6 +1,6 @@
 """Unified diffs → a small immutable model (pure; no file system access).
 
-unidiff does the parsing; this module turns its objects into frozen dataclasses that carry
+unidiff does the parsing; this module turns its objects into small value objects that carry
 exactly what the engine needs, and refuses what compatkit does not apply (binary patches,
 renames, mode changes, symlinks).
 
@@ -11,25 +11,45 @@ renames, mode changes, symlinks).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from io import StringIO
-from typing import Literal
 
 from compatkit.errors import PatchFormatError
+from compatkit.value import Value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    FileKind = Literal["modify", "create", "delete"]
 
 DEV_NULL = "/dev/null"
-FileKind = Literal["modify", "create", "delete"]
 
 
-@dataclass(frozen=True)
-class Hunk:
-    old_start: int
-    old_len: int
-    new_start: int
-    new_len: int
-    lines: tuple[tuple[str, str], ...]  # (kind, text): kind is " ", "-" or "+"; text has no EOL
-    old_no_eol: bool = False  # the old side's last line has no newline at end of file
-    new_no_eol: bool = False
+class Hunk(Value):
+    __slots__ = (
+        "old_start",
+        "old_len",
+        "new_start",
+        "new_len",
+        "lines",
+        "old_no_eol",
+        "new_no_eol",
+    )
+
+    def __init__(
+        self,
+        old_start: int,
+        old_len: int,
+        new_start: int,
+        new_len: int,
+        lines: tuple[tuple[str, str], ...],  # (kind, text): kind " ", "-" or "+"; text no EOL
+        old_no_eol: bool = False,  # the old side's last line has no newline at end of file
+        new_no_eol: bool = False,
+    ) -> None:
+        self.old_start, self.old_len = old_start, old_len
+        self.new_start, self.new_len = new_start, new_len
+        self.lines = lines
+        self.old_no_eol, self.new_no_eol = old_no_eol, new_no_eol
 
     @property
     def old_lines(self) -> list[str]:
@@ -52,11 +72,13 @@ class Hunk:
         )
 
 
-@dataclass(frozen=True)
-class FileDiff:
-    path: str  # relative to the site-packages root, "/"-separated, prefixes stripped
-    kind: FileKind
-    hunks: tuple[Hunk, ...]
+class FileDiff(Value):
+    __slots__ = ("path", "kind", "hunks")
+
+    def __init__(self, path: str, kind: FileKind, hunks: tuple[Hunk, ...]) -> None:
+        self.path = path  # relative to the site-packages root, "/"-separated, no a/ b/ prefix
+        self.kind: FileKind = kind
+        self.hunks = hunks
 
     def reversed(self) -> FileDiff:
         flip: dict[str, FileKind] = {"modify": "modify", "create": "delete", "delete": "create"}

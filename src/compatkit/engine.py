@@ -13,10 +13,10 @@ b'b\\r\\n'
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from compatkit.diffparse import FileDiff, Hunk, shown
 from compatkit.errors import CompatkitError
+from compatkit.value import Value
 
 Line = tuple[str, str]  # (content, eol) with eol in {"\n", "\r\n", ""}
 
@@ -33,17 +33,27 @@ class SeriesConflict(CompatkitError):
         self.patch_id, self.mismatch = patch_id, mismatch
 
 
-@dataclass(frozen=True)
-class FileResult:
-    data: bytes | None  # None: the file is deleted
-    offsets: tuple[int, ...]
+class FileResult(Value):
+    __slots__ = ("data", "offsets")
+
+    def __init__(self, data: bytes | None, offsets: tuple[int, ...]) -> None:
+        self.data = data  # None: the file is deleted
+        self.offsets = offsets
 
 
-@dataclass
-class SeriesResult:
-    contents: dict[str, bytes | None]
-    offsets: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
-    touched_by: dict[str, list[str]] = field(default_factory=dict)
+class SeriesResult(Value):
+    __slots__ = ("contents", "offsets", "touched_by")
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __init__(
+        self,
+        contents: dict[str, bytes | None],
+        offsets: dict[str, dict[str, tuple[int, ...]]] | None = None,
+        touched_by: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.contents = contents
+        self.offsets: dict[str, dict[str, tuple[int, ...]]] = {} if offsets is None else offsets
+        self.touched_by: dict[str, list[str]] = {} if touched_by is None else touched_by
 
 
 def split_lines(data: bytes) -> list[Line]:

@@ -14,7 +14,10 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Output:

@@ -9,24 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from compatkit import tomlcache
 from compatkit.diffparse import FileDiff, parse_diff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.names import canonical_name
+from compatkit.value import Value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 REQUIRED_FIELDS = ("patch-id", "title", "symptom", "cause", "fix", "smoke-test")
 OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update")
@@ -36,18 +30,23 @@ _MAIL_FROM = re.compile(r"^From [0-9a-f]{7,64} ")
 _ALIASES = {"subject": "title", "from": "author", "date": "last-update", "smoke": "smoke-test"}
 
 
-@dataclass(frozen=True)
-class Patch:
+class Patch(Value):
     """One patch file. Its diff is parsed on first use of :attr:`files` (start-up time)."""
 
-    id: str
-    fields: dict[str, str]
-    path: Path
-    diff_text: str
+    __slots__ = ("id", "fields", "path", "diff_text", "_files")
 
-    @cached_property
+    def __init__(self, id: str, fields: dict[str, str], path: Path, diff_text: str) -> None:
+        self.id = id
+        self.fields = fields
+        self.path = path
+        self.diff_text = diff_text
+        self._files: tuple[FileDiff, ...] | None = None
+
+    @property
     def files(self) -> tuple[FileDiff, ...]:
-        return parse_diff(self.diff_text, shown(self.path.name))
+        if self._files is None:
+            self._files = parse_diff(self.diff_text, shown(self.path.name))
+        return self._files
 
     @property
     def title(self) -> str:
@@ -57,41 +56,80 @@ class Patch:
         return [f for f in REQUIRED_FIELDS if not self.fields.get(f, "").strip()]
 
 
-@dataclass(frozen=True)
-class Patchset:
-    name: str
-    version: str
-    summary: str
-    distribution: str
-    specifier_text: str
-    requires_text: tuple[str, ...]
-    patches: tuple[Patch, ...]
-    root: Path
-    digest: str
-    series: tuple[str, ...] = field(default=())
+class Patchset(Value):
+    __slots__ = (
+        "name",
+        "version",
+        "summary",
+        "distribution",
+        "specifier_text",
+        "requires_text",
+        "patches",
+        "root",
+        "digest",
+        "series",
+        "_specifier",
+        "_requires",
+    )
 
-    @cached_property
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        summary: str,
+        distribution: str,
+        specifier_text: str,
+        requires_text: tuple[str, ...],
+        patches: tuple[Patch, ...],
+        root: Path,
+        digest: str,
+        series: tuple[str, ...] = (),
+    ) -> None:
+        self.name, self.version, self.summary = name, version, summary
+        self.distribution = distribution
+        self.specifier_text = specifier_text
+        self.requires_text = requires_text
+        self.patches = patches
+        self.root = root
+        self.digest = digest
+        self.series = series
+        self._specifier: SpecifierSet | None = None
+        self._requires: tuple[Requirement, ...] | None = None
+
+    @property
     def specifier(self) -> SpecifierSet:
         """The PEP 440 specifier, parsed on first use (packaging is slow to import)."""
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        if self._specifier is None:
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-        try:
-            return SpecifierSet(self.specifier_text)
-        except InvalidSpecifier as exc:
-            raise PatchFormatError(f"{self.root}/patchset.toml: bad specifier: {exc}") from None
-
-    @cached_property
-    def requires(self) -> tuple[Requirement, ...]:
-        from packaging.requirements import InvalidRequirement, Requirement
-
-        out = []
-        for text in self.requires_text:
             try:
-                out.append(Requirement(text))
-            except InvalidRequirement as exc:
+                self._specifier = SpecifierSet(self.specifier_text)
+            except InvalidSpecifier as exc:
                 where = f"{self.root}/patchset.toml"
-                raise PatchFormatError(f"{where}: bad requirement {text!r}: {exc}") from None
-        return tuple(out)
+                raise PatchFormatError(f"{where}: bad specifier: {exc}") from None
+        return self._specifier
+
+    @property
+    def target(self) -> str:
+        """``distribution`` + specifier as packaging prints it; a single clause needs no parse."""
+        text = "".join(self.specifier_text.split())
+        shown = text if text and "," not in text else str(self.specifier)
+        return f"{self.distribution}{shown}"
+
+    @property
+    def requires(self) -> tuple[Requirement, ...]:
+        if self._requires is None:
+            from packaging.requirements import InvalidRequirement, Requirement
+
+            out = []
+            for text in self.requires_text:
+                try:
+                    out.append(Requirement(text))
+                except InvalidRequirement as exc:
+                    where = f"{self.root}/patchset.toml"
+                    raise PatchFormatError(f"{where}: bad requirement {text!r}: {exc}") from None
+            self._requires = tuple(out)
+        return self._requires
 
     def patch(self, patch_id: str) -> Patch | None:
         return next((p for p in self.patches if p.id == patch_id), None)
@@ -197,8 +235,8 @@ def load_patchset(root: Path) -> Patchset:
     where = str(toml_path)
     try:
         raw_toml = toml_path.read_bytes()
-        data = tomllib.loads(raw_toml.decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomlcache.loads(raw_toml)
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and TOMLDecodeError too
         raise PatchFormatError(f"{where}: {exc}") from None
     meta, target = _table(data, "patchset", where), _table(data, "target", where)
     name = _string(meta, "name", where)

@@ -8,7 +8,6 @@ one on the same overlay, so both land in one transaction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
@@ -167,10 +166,12 @@ def _check_record(ov: Overlay, paths: list[str]) -> list[str]:
     return problems
 
 
-@dataclass
 class ApplyPlan:
-    state: State
-    result: SeriesResult
+    __slots__ = ("state", "result")
+
+    def __init__(self, state: State, result: SeriesResult) -> None:
+        self.state = state
+        self.result = result
 
 
 def plan_apply(ov: Overlay, ps: Patchset, excluded: list[str], force: bool) -> ApplyPlan:

@@ -7,7 +7,7 @@ and putting the original row back gives the original file byte for byte.
 >>> rec.get("pkg/m.py").size
 3
 >>> rec.replace("pkg/m.py", row_for("pkg/m.py", b"xyz")).render()
-b'pkg/m.py,sha256=JSxeqdOqlbxp7eqbRJTHMizMYA9ojkdM2AHuO_kd1ZQ,3\\npkg-1.dist-info/RECORD,,\\n'
+b'pkg/m.py,sha256=Ngi8oeROpsTSaOttsCJgJpiSwLQrhrvx53pvoWw8koI,3\\npkg-1.dist-info/RECORD,,\\n'
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import base64
 import csv
 import hashlib
 import io
-from dataclasses import dataclass
-from functools import cached_property
+
+from compatkit.value import Value
 
 
 def hash_bytes(data: bytes) -> str:
@@ -25,19 +25,24 @@ def hash_bytes(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-@dataclass(frozen=True)
-class Row:
-    path: str
-    hash: str  # "sha256=…" or ""
-    size: int | None
-    raw: str  # the row's text without its line terminator
+class Row(Value):
+    __slots__ = ("path", "hash", "size", "raw")
+
+    def __init__(self, path: str, hash: str, size: int | None, raw: str) -> None:
+        self.path = path
+        self.hash = hash  # "sha256=…" or ""
+        self.size = size
+        self.raw = raw  # the row's text without its line terminator
 
     @classmethod
     def from_raw(cls, raw: str) -> Row:
-        try:
-            fields = next(csv.reader([raw]))
-        except (csv.Error, StopIteration):
-            fields = [raw]
+        if '"' not in raw:
+            fields = raw.split(",")  # what csv makes of a row without quotes, 10× faster
+        else:
+            try:
+                fields = next(csv.reader([raw]))
+            except (csv.Error, StopIteration):
+                fields = [raw]
         path = fields[0] if fields else ""
         digest = fields[1] if len(fields) > 1 else ""
         size_text = fields[2] if len(fields) > 2 else ""
@@ -55,11 +60,14 @@ def row_for(path: str, data: bytes | None) -> Row:
     return Row.from_raw(buf.getvalue())
 
 
-@dataclass(frozen=True)
-class Record:
-    rows: tuple[Row, ...]
-    terminator: str
-    final_newline: bool
+class Record(Value):
+    __slots__ = ("rows", "terminator", "final_newline", "_index")
+
+    def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
+        self.rows = rows
+        self.terminator = terminator
+        self.final_newline = final_newline
+        self._index: dict[str, int] | None = None
 
     @classmethod
     def parse(cls, data: bytes) -> Record:
@@ -76,12 +84,14 @@ class Record:
             text += self.terminator
         return text.encode("utf-8", "surrogateescape")
 
-    @cached_property
+    @property
     def _positions(self) -> dict[str, int]:
-        positions: dict[str, int] = {}
-        for i, row in enumerate(self.rows):
-            positions.setdefault(row.path, i)
-        return positions
+        if self._index is None:
+            positions: dict[str, int] = {}
+            for i, row in enumerate(self.rows):
+                positions.setdefault(row.path, i)
+            self._index = positions
+        return self._index
 
     def get(self, path: str) -> Row | None:
         i = self._positions.get(path)

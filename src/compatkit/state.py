@@ -12,55 +12,123 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from compatkit.errors import CompatkitError
 from compatkit.target import Dist, Environment
+from compatkit.value import Value
 
 STATE_DIR = "compatkit"
 
 
-@dataclass
-class FileState:
-    path: str
-    original_sha: str | None  # None: the patchset created the file
-    written_sha: str | None  # None: the patchset deleted the file
-    backup: str | None = None  # root-relative path of the archive holding the original bytes
-    mtime_ns: int | None = None
-    record_row: str | None = None  # the original RECORD row, verbatim
-    record_index: int | None = None
-    patches: list[str] = field(default_factory=list)
-    backup_offset: int | None = None  # where in the archive (None: the whole file)
-    backup_size: int | None = None
+class FileState(Value):
+    __slots__ = (
+        "path",
+        "original_sha",
+        "written_sha",
+        "backup",
+        "mtime_ns",
+        "record_row",
+        "record_index",
+        "patches",
+        "backup_offset",
+        "backup_size",
+    )
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __init__(
+        self,
+        path: str,
+        original_sha: str | None,  # None: the patchset created the file
+        written_sha: str | None,  # None: the patchset deleted the file
+        backup: str | None = None,  # root-relative path of the archive with the original bytes
+        mtime_ns: int | None = None,
+        record_row: str | None = None,  # the original RECORD row, verbatim
+        record_index: int | None = None,
+        patches: list[str] | None = None,
+        backup_offset: int | None = None,  # where in the archive (None: the whole file)
+        backup_size: int | None = None,
+    ) -> None:
+        self.path = path
+        self.original_sha = original_sha
+        self.written_sha = written_sha
+        self.backup = backup
+        self.mtime_ns = mtime_ns
+        self.record_row = record_row
+        self.record_index = record_index
+        self.patches: list[str] = [] if patches is None else patches
+        self.backup_offset = backup_offset
+        self.backup_size = backup_size
 
 
-@dataclass
-class PycState:
-    path: str
-    backup: str
-    record_row: str | None = None
-    record_index: int | None = None
-    backup_offset: int | None = None
-    backup_size: int | None = None
+class PycState(Value):
+    __slots__ = ("path", "backup", "record_row", "record_index", "backup_offset", "backup_size")
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __init__(
+        self,
+        path: str,
+        backup: str,
+        record_row: str | None = None,
+        record_index: int | None = None,
+        backup_offset: int | None = None,
+        backup_size: int | None = None,
+    ) -> None:
+        self.path = path
+        self.backup = backup
+        self.record_row = record_row
+        self.record_index = record_index
+        self.backup_offset = backup_offset
+        self.backup_size = backup_size
 
 
-@dataclass
-class State:
-    patchset: str
-    version: str
-    digest: str
-    distribution: str
-    dist_version: str
-    applied: list[str] = field(default_factory=list)
-    excluded: list[str] = field(default_factory=list)
-    files: list[FileState] = field(default_factory=list)
-    pycs: list[PycState] = field(default_factory=list)
-    offsets: dict[str, dict[str, list[int]]] = field(default_factory=dict)
-    forced: bool = False
+class State(Value):
+    __slots__ = (
+        "patchset",
+        "version",
+        "digest",
+        "distribution",
+        "dist_version",
+        "applied",
+        "excluded",
+        "files",
+        "pycs",
+        "offsets",
+        "forced",
+    )
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __init__(
+        self,
+        patchset: str,
+        version: str,
+        digest: str,
+        distribution: str,
+        dist_version: str,
+        applied: list[str] | None = None,
+        excluded: list[str] | None = None,
+        files: list[FileState] | None = None,
+        pycs: list[PycState] | None = None,
+        offsets: dict[str, dict[str, list[int]]] | None = None,
+        forced: bool = False,
+    ) -> None:
+        self.patchset = patchset
+        self.version = version
+        self.digest = digest
+        self.distribution = distribution
+        self.dist_version = dist_version
+        self.applied: list[str] = [] if applied is None else applied
+        self.excluded: list[str] = [] if excluded is None else excluded
+        self.files: list[FileState] = [] if files is None else files
+        self.pycs: list[PycState] = [] if pycs is None else pycs
+        self.offsets: dict[str, dict[str, list[int]]] = {} if offsets is None else offsets
+        self.forced = forced
 
     def to_json(self) -> bytes:
-        return (json.dumps(asdict(self), indent=1, sort_keys=True) + "\n").encode()
+        raw = self.as_dict()
+        raw["files"] = [f.as_dict() for f in self.files]
+        raw["pycs"] = [p.as_dict() for p in self.pycs]
+        return (json.dumps(raw, indent=1, sort_keys=True) + "\n").encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> State:

@@ -9,18 +9,15 @@ True
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.names import canonical_name
 from compatkit.records import Record
+from compatkit.value import Value
 
 _PROBE = r"""
 import json, os, platform, sys, sysconfig
@@ -48,14 +45,16 @@ print(json.dumps({
 """
 
 
-@dataclass(frozen=True)
-class Dist:
+class Dist(Value):
     """One installed distribution: its metadata directory and the root its RECORD is under."""
 
-    name: str
-    version: str
-    dist_info: Path
-    root: Path
+    __slots__ = ("name", "version", "dist_info", "root")
+
+    def __init__(self, name: str, version: str, dist_info: Path, root: Path) -> None:
+        self.name = name
+        self.version = version
+        self.dist_info = dist_info
+        self.root = root
 
     @property
     def record_path(self) -> Path:
@@ -84,21 +83,30 @@ class Dist:
             raise CompatkitError(f"cannot read {relpath!r}: {reason}") from None
 
 
-@dataclass(frozen=True)
-class Environment:
-    executable: str
-    paths: tuple[str, ...]
-    cache_tag: str | None
-    probed_markers: dict[str, str] | None = None
+class Environment(Value):
+    __slots__ = ("executable", "paths", "cache_tag", "probed_markers", "_markers")
 
-    @cached_property
+    def __init__(
+        self,
+        executable: str,
+        paths: tuple[str, ...],
+        cache_tag: str | None,
+        probed_markers: dict[str, str] | None = None,
+    ) -> None:
+        self.executable = executable
+        self.paths = paths
+        self.cache_tag = cache_tag
+        self.probed_markers = probed_markers
+        self._markers = probed_markers
+
+    @property
     def markers(self) -> dict[str, str]:
         """PEP 508 marker values of the target (computed on first use for our own interpreter)."""
-        if self.probed_markers is not None:
-            return self.probed_markers
-        from packaging.markers import default_environment
+        if self._markers is None:
+            from packaging.markers import default_environment
 
-        return {k: str(v) for k, v in default_environment().items()}
+            self._markers = {k: str(v) for k, v in default_environment().items()}
+        return self._markers
 
     @classmethod
     def current(cls) -> Environment:
@@ -113,6 +121,9 @@ class Environment:
     def for_python(cls, python: str | None) -> Environment:
         if python is None:
             return cls.current()
+        import json
+        import subprocess
+
         exe = _interpreter(python)
         try:
             proc = subprocess.run(
@@ -133,9 +144,52 @@ class Environment:
 
     def find(self, name: str) -> Dist | None:
         """The installed distribution called ``name`` (first on the path wins), or None."""
+        wanted = canonical_name(name)
+        settled, dist = self._scan(wanted)
+        return dist if settled else self._find_general(wanted)
+
+    def _scan(self, wanted: str) -> tuple[bool, Dist | None]:
+        """The common cases without importing importlib-metadata (≈ 13 ms of start-up).
+
+        Lists each path entry in order and matches metadata folder names as
+        importlib-metadata's ``name=`` lookup does. Settled: no entry holds a folder for
+        ``wanted`` (not installed), or the first one that does holds exactly one ``.dist-info``
+        whose METADATA names it. Anything else (an ``.egg-info``, several folders, unreadable
+        metadata, a path entry that is not a directory) returns ``(False, None)``: ask the
+        library.
+        """
+        key = wanted.replace("-", "_")
+        for base in self.paths:
+            try:
+                children = os.listdir(base)
+            except FileNotFoundError:
+                continue
+            except OSError:  # not a directory (a zip?), unreadable: the library knows more
+                return False, None
+            hits = [
+                c
+                for c in children
+                if c.lower().endswith((".dist-info", ".egg-info"))
+                and canonical_name(c.rpartition(".")[0].partition("-")[0]).replace("-", "_") == key
+            ]
+            if not hits:
+                continue
+            if len(hits) > 1 or not hits[0].lower().endswith(".dist-info"):
+                return False, None
+            info = Path(base) / hits[0]
+            try:
+                meta = _headers((info / "METADATA").read_text("utf-8"))
+            except (OSError, UnicodeDecodeError):
+                return False, None
+            meta_name, version = meta.get("name"), meta.get("version")
+            if not meta_name or not version or canonical_name(meta_name) != wanted:
+                return False, None
+            return True, Dist(meta_name, version, info, info.parent)
+        return True, None
+
+    def _find_general(self, wanted: str) -> Dist | None:
         import importlib_metadata
 
-        wanted = canonical_name(name)
         # name= takes importlib-metadata's fast path: it matches normalised folder names
         # instead of reading every distribution's METADATA.
         for dist in importlib_metadata.distributions(name=wanted, path=list(self.paths)):

@@ -19,32 +19,38 @@ its "before" bytes. Every command calls :func:`recover` under the lock before it
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
-import shutil
-import signal
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from compatkit.errors import CompatkitError
 from compatkit.target import Dist
+from compatkit.value import Value
 
 JOURNAL = "compatkit-journal"
 TMP_SUFFIX = ".compatkit-tmp"
 _steps = 0
 
 
-@dataclass(frozen=True)
-class Change:
-    relpath: str  # relative to the distribution's root (site-packages)
-    data: bytes | None  # None: delete the file
-    mtime_ns: int | None = None  # set after writing (revert restores the original mtime)
-    before: bytes | None = None  # the current bytes, when the caller already read them
-    before_known: bool = False  # ... so the journal does not read the file again
+class Change(Value):
+    __slots__ = ("relpath", "data", "mtime_ns", "before", "before_known")
+
+    def __init__(
+        self,
+        relpath: str,  # relative to the distribution's root (site-packages)
+        data: bytes | None,  # None: delete the file
+        mtime_ns: int | None = None,  # set after writing (revert restores the original mtime)
+        before: bytes | None = None,  # the current bytes, when the caller already read them
+        before_known: bool = False,  # ... so the journal does not read the file again
+    ) -> None:
+        self.relpath = relpath
+        self.data = data
+        self.mtime_ns = mtime_ns
+        self.before = before
+        self.before_known = before_known
 
 
 def _step() -> None:
@@ -53,11 +59,15 @@ def _step() -> None:
     _steps += 1
     crash_at = os.environ.get("COMPATKIT_CRASH_AT")
     if crash_at and int(crash_at) == _steps:
+        import signal
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _sync_fs(path: Path) -> None:
     """Flush the file system holding ``path`` (one syncfs instead of thousands of fsyncs)."""
+    import ctypes  # here, not at the top: read-only commands never need it (start-up time)
+
     fd = os.open(path, os.O_RDONLY)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -65,6 +75,14 @@ def _sync_fs(path: Path) -> None:
             os.sync()
     finally:
         os.close(fd)
+
+
+def _rmtree(path: Path, ignore_errors: bool = True) -> None:
+    """shutil.rmtree, imported only when there is a tree to remove (start-up time)."""
+    if os.path.lexists(path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def _tmp_for(path: Path) -> Path:
@@ -113,7 +131,7 @@ def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
 def _write_journal(dist: Dist, changes: Sequence[Change]) -> Path:
     """Save every "before" state in one blob file plus an index (one file, not one per change)."""
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    _rmtree(tmp)
     tmp.mkdir(parents=True)
     entries = []
     offset = 0
@@ -172,7 +190,7 @@ def _finish(journal: Path) -> None:
     done = journal.with_name(f"{JOURNAL}.del")
     os.replace(journal, done)
     _step()
-    shutil.rmtree(done)
+    _rmtree(done, ignore_errors=False)
 
 
 def commit(dist: Dist, changes: Sequence[Change]) -> None:
@@ -182,7 +200,7 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
     try:
         journal = _write_journal(dist, changes)
     except OSError as exc:
-        shutil.rmtree(dist.dist_info / f"{JOURNAL}.tmp", ignore_errors=True)
+        _rmtree(dist.dist_info / f"{JOURNAL}.tmp")
         raise _write_error(dist, exc) from None
     try:
         for change in changes:
@@ -222,8 +240,8 @@ def _rollback(dist: Dist, journal: Path) -> None:
 def recover(dist: Dist) -> bool:
     """Finish or roll back an interrupted transaction. True if there was one to roll back."""
     info = dist.dist_info
-    shutil.rmtree(info / f"{JOURNAL}.tmp", ignore_errors=True)
-    shutil.rmtree(info / f"{JOURNAL}.del", ignore_errors=True)
+    _rmtree(info / f"{JOURNAL}.tmp")
+    _rmtree(info / f"{JOURNAL}.del")
     journal = info / JOURNAL
     if not journal.exists():
         return False

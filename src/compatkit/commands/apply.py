@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from compatkit.checks import requirement_problems, state_problems
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
@@ -14,6 +12,10 @@ from compatkit.registry import Registry
 from compatkit.state import load_state
 from compatkit.target import Environment
 from compatkit.txn import commit, locked, recover
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _exclusion_problem(ov: Overlay, ps: Patchset, exclude: list[str], exc: CompatkitError) -> str:

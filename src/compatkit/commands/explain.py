@@ -91,7 +91,7 @@ def _sections(ps: Patchset, patch: Patch, state: str) -> list[tuple[str, str]]:
     parts = [
         (
             f"{patch.id}: {patch.title}",
-            f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier}   here: {state}",
+            f"{ps.name} {ps.version} → {ps.target}   here: {state}",
         )
     ]
     for name in _ORDER:

@@ -53,7 +53,7 @@ def status(
             {
                 "name": ps.name,
                 "version": ps.version,
-                "target": f"{ps.distribution}{ps.specifier}",
+                "target": ps.target,
                 "installed": dist.version if dist else None,
                 "state": summary,
                 "applied_version": state.version if state else None,
@@ -65,7 +65,7 @@ def status(
             for s in statuses
         ]
         out.table(
-            f"{ps.name} {ps.version} → {ps.distribution}{ps.specifier} (found {found}): {summary}",
+            f"{ps.name} {ps.version} → {ps.target} (found {found}): {summary}",
             ["patch", "title", "state", "detail"],
             rows,
         )
@@ -85,7 +85,7 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
                 "name": ps.name,
                 "version": ps.version,
                 "patches": len(ps.patches),
-                "target": f"{ps.distribution}{ps.specifier}",
+                "target": ps.target,
                 "requires": [str(r) for r in ps.requires],
                 "state": where,
                 "path": str(ps.root),
@@ -96,7 +96,7 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
             [
                 ps.name,
                 ps.version,
-                f"{ps.distribution}{ps.specifier}",
+                ps.target,
                 ", ".join(str(r) for r in ps.requires),
                 str(len(ps.patches)),
                 where,

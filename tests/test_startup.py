@@ -1,0 +1,183 @@
+"""The start-up path (benchmark P1): what the read-only commands import, and the shortcuts that
+keep heavy imports off it (the dist-info scan, the TOML cache, the specifier shown without
+packaging, RECORD rows split without csv) agree with the libraries they stand in for."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+import compatkit
+from compatkit import tomlcache
+from compatkit.names import canonical_name
+from compatkit.patchset import Patchset
+from compatkit.records import Row
+from compatkit.target import Environment
+from conftest import Demo, Venv, build_wheel
+
+SRC = Path(compatkit.__file__).resolve().parent.parent
+
+# Modules that cost milliseconds to import and that status/verify/explain do not need.
+HEAVY = (
+    "dataclasses",
+    "inspect",
+    "typing",
+    "tomllib",
+    "importlib_metadata",
+    "importlib.metadata",
+    "packaging",
+    "rich",
+    "unidiff",
+    "shutil",
+    "ctypes",
+    "subprocess",
+    "email",
+)
+
+RUN = """
+import sys
+from compatkit.cli import main
+code = main(sys.argv[1:])
+heavy = sorted({m for m in sys.modules for h in HEAVY if m == h or m.startswith(h + ".")})
+print("LOADED", " ".join(heavy), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _run_in(venv: Venv, cwd: Path, *args: str) -> tuple[int, str, list[str]]:
+    """compatkit from this checkout, run by the venv's own interpreter (no --python probe)."""
+    proc = subprocess.run(
+        [venv.python, "-c", f"HEAVY = {HEAVY!r}\n{RUN}", *args],
+        cwd=cwd,
+        env={**_env(), "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+    )
+    loaded = [line for line in proc.stderr.splitlines() if line.startswith("LOADED")]
+    assert loaded, proc.stderr
+    return proc.returncode, proc.stdout + proc.stderr, loaded[-1].split()[1:]
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "UV_"))}
+
+
+def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -> None:
+    assert demo.run("apply", "demo-fix")[0] == 0
+    ps = str(demo.patchsets)
+    cache = Path(tomlcache.cache_dir() or "") / "toml"
+    shutil.rmtree(cache, ignore_errors=True)
+    # first run: the TOML cache is cold, so tomllib is imported, and the cache is filled
+    code, out, loaded = _run_in(demo.venv, tmp_path, "status", "--patchset-dir", ps)
+    assert code == 0 and "tomllib" in loaded, out
+    assert list(cache.glob("*.json"))  # one entry per patchset.toml seen
+    for args, expect in (
+        (["status"], "applied"),
+        (["verify"], "intact"),
+        (["explain", "patch-1"], "Greet politely"),
+    ):
+        code, out, loaded = _run_in(demo.venv, tmp_path, *args, "--patchset-dir", ps)
+        assert code == 0, (args, out)
+        assert expect in out, (args, out)
+        assert loaded == [], f"compatkit {' '.join(args)} imported {loaded}"
+
+
+def test_the_dist_info_scan_agrees_with_importlib_metadata(
+    tmp_path: Path, make_venv: Callable[..., Venv]
+) -> None:
+    venv = make_venv()
+    names = ["demo", "Foo.Bar_baz", "UPPER_Case", "x"]
+    for i, name in enumerate(names):
+        (tmp_path / f"w{i}").mkdir()
+        wheel = build_wheel(tmp_path / f"w{i}", name, f"1.{i}", {f"mod{i}/__init__.py": b""})
+        venv.install(wheel)
+    env = Environment.for_python(venv.python)
+    spellings = ["demo", "DEMO", "foo-bar-baz", "foo.bar.baz", "Foo_Bar-Baz", "upper_case", "x"]
+    for query in [*spellings, "not-installed", "pip"]:
+        wanted = canonical_name(query)
+        settled, found = env._scan(wanted)
+        assert settled, query  # the scan settles all of these without the library ...
+        assert found == env._find_general(wanted) == env.find(query), query  # ... and agrees
+    assert all(env.find(q) is not None for q in spellings)
+    # a stale second dist-info for one name: the scan defers to importlib-metadata
+    info = next(venv.site.glob("demo-1.0.dist-info"))
+    shutil.copytree(info, venv.site / "demo-0.9.dist-info")
+    assert env._scan("demo") == (False, None)
+    assert env.find("demo") == env._find_general("demo") is not None
+    # METADATA naming another project: the scan does not trust the folder name
+    (venv.site / "demo-0.9.dist-info").rename(venv.site / "ghost-0.9.dist-info")
+    assert env._scan("ghost") == (False, None) and env.find("ghost") is None
+
+
+@pytest.mark.parametrize(
+    "text", ["==1.0", " == 1.0 ", "==0.3.0", ">=0.16,<0.17", "<0.17, >=0.16", "~=1.4", "!=1.0.*"]
+)
+def test_target_is_shown_as_packaging_prints_it(text: str) -> None:
+    ps = Patchset("p", "1", "", "vllm", text, (), (), Path("/p"), "d")
+    assert ps.target == f"vllm{SpecifierSet(text)}"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "pkg/m.py,sha256=abc,3",
+        "pkg-1.dist-info/RECORD,,",
+        '"pkg/a,b.py",sha256=abc,3',
+        '"pkg/""q"".py",sha256=abc,12',
+        "pkg/no_size.py,sha256=abc",
+        "just-a-path",
+    ],
+)
+def test_record_rows_split_as_csv_does(raw: str) -> None:
+    fields = next(csv.reader([raw]))
+    row = Row.from_raw(raw)
+    assert row.path == fields[0]
+    assert row.hash == (fields[1] if len(fields) > 1 else "")
+    assert row.size == (int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else None)
+
+
+def test_toml_cache_hits_misses_and_refusals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "c"))
+    raw = b'[patchset]\nname = "x"\nseries = ["a", "b"]\nn = 3\n'
+    first = tomlcache.loads(raw)
+    assert first == {"patchset": {"name": "x", "series": ["a", "b"], "n": 3}}
+    (entry,) = (tmp_path / "c" / "toml").glob("*.json")
+    parses: list[bytes] = []
+    real_parse = tomlcache._parse
+
+    def counting(data: bytes) -> dict[str, object]:
+        parses.append(data)
+        return real_parse(data)
+
+    monkeypatch.setattr(tomlcache, "_parse", counting)
+    assert tomlcache.loads(raw) == first and parses == []  # served from the cache
+    entry.write_bytes(b"{truncated")
+    assert tomlcache.loads(raw) == first and len(parses) == 1  # corrupt entry: parsed again
+    assert tomlcache.loads(raw) == first and len(parses) == 1  # ... and rewritten whole
+    # dates cannot go through JSON exactly: parsed every time, never cached
+    dated = b"when = 2026-12-02\n"
+    tomlcache.loads(dated)
+    tomlcache.loads(dated)
+    assert len(parses) == 3 and len(list((tmp_path / "c" / "toml").glob("*.json"))) == 1
+    # bad TOML raises as tomllib does, and nothing is cached
+    with pytest.raises(ValueError):
+        tomlcache.loads(b"name = \n")
+    # off switch, and an unwritable cache directory, both just parse
+    monkeypatch.setenv("COMPATKIT_NO_CACHE", "1")
+    assert tomlcache.loads(b"a = 1\n") == {"a": 1}
+    monkeypatch.delenv("COMPATKIT_NO_CACHE")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(blocker / "sub"))
+    assert tomlcache.loads(b"a = 2\n") == {"a": 2}
+    assert len(list((tmp_path / "c" / "toml").glob("*.json"))) == 1
