@@ -177,18 +177,6 @@ def demo(
     yield Demo(venv, patchsets, wheel, capsys)
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """compatkit's TOML cache goes to a temp dir, for this process and every child it starts."""
-    old = os.environ.get("COMPATKIT_CACHE_DIR")
-    os.environ["COMPATKIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("compatkit-cache"))
-    yield
-    if old is None:
-        os.environ.pop("COMPATKIT_CACHE_DIR", None)
-    else:
-        os.environ["COMPATKIT_CACHE_DIR"] = old
-
-
 @pytest.fixture(autouse=True)
 def _guard_real_site_packages(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any compatkit write to the test runner's own site-packages fails the test."""

@@ -11,13 +11,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 import compatkit
-from compatkit import tomlcache
+from compatkit import cache
 from compatkit.names import canonical_name
 from compatkit.patchset import Patchset
-from compatkit.records import Row
+from compatkit.records import Record, Row
 from compatkit.target import Environment
 from conftest import Demo, Venv, build_wheel
 
@@ -73,12 +75,12 @@ def _env() -> dict[str, str]:
 def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -> None:
     assert demo.run("apply", "demo-fix")[0] == 0
     ps = str(demo.patchsets)
-    cache = Path(tomlcache.cache_dir() or "") / "toml"
-    shutil.rmtree(cache, ignore_errors=True)
+    toml_dir = Path(cache.cache_dir() or "") / "toml"
+    shutil.rmtree(toml_dir, ignore_errors=True)
     # first run: the TOML cache is cold, so tomllib is imported, and the cache is filled
     code, out, loaded = _run_in(demo.venv, tmp_path, "status", "--patchset-dir", ps)
     assert code == 0 and "tomllib" in loaded, out
-    assert list(cache.glob("*.json"))  # one entry per patchset.toml seen
+    assert list(toml_dir.glob("*.json"))  # one entry per patchset.toml seen
     for args, expect in (
         (["status"], "applied"),
         (["verify"], "intact"),
@@ -149,35 +151,58 @@ def test_toml_cache_hits_misses_and_refusals(
 ) -> None:
     monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "c"))
     raw = b'[patchset]\nname = "x"\nseries = ["a", "b"]\nn = 3\n'
-    first = tomlcache.loads(raw)
+    first = cache.toml_loads(raw)
     assert first == {"patchset": {"name": "x", "series": ["a", "b"], "n": 3}}
     (entry,) = (tmp_path / "c" / "toml").glob("*.json")
     parses: list[bytes] = []
-    real_parse = tomlcache._parse
+    real_parse = cache._parse_toml
 
     def counting(data: bytes) -> dict[str, object]:
         parses.append(data)
         return real_parse(data)
 
-    monkeypatch.setattr(tomlcache, "_parse", counting)
-    assert tomlcache.loads(raw) == first and parses == []  # served from the cache
+    monkeypatch.setattr(cache, "_parse_toml", counting)
+    assert cache.toml_loads(raw) == first and parses == []  # served from the cache
     entry.write_bytes(b"{truncated")
-    assert tomlcache.loads(raw) == first and len(parses) == 1  # corrupt entry: parsed again
-    assert tomlcache.loads(raw) == first and len(parses) == 1  # ... and rewritten whole
+    assert cache.toml_loads(raw) == first and len(parses) == 1  # corrupt entry: parsed again
+    assert cache.toml_loads(raw) == first and len(parses) == 1  # ... and rewritten whole
     # dates cannot go through JSON exactly: parsed every time, never cached
     dated = b"when = 2026-12-02\n"
-    tomlcache.loads(dated)
-    tomlcache.loads(dated)
+    cache.toml_loads(dated)
+    cache.toml_loads(dated)
     assert len(parses) == 3 and len(list((tmp_path / "c" / "toml").glob("*.json"))) == 1
     # bad TOML raises as tomllib does, and nothing is cached
     with pytest.raises(ValueError):
-        tomlcache.loads(b"name = \n")
+        cache.toml_loads(b"name = \n")
     # off switch, and an unwritable cache directory, both just parse
     monkeypatch.setenv("COMPATKIT_NO_CACHE", "1")
-    assert tomlcache.loads(b"a = 1\n") == {"a": 1}
+    assert cache.toml_loads(b"a = 1\n") == {"a": 1}
     monkeypatch.delenv("COMPATKIT_NO_CACHE")
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(blocker / "sub"))
-    assert tomlcache.loads(b"a = 2\n") == {"a": 2}
+    assert cache.toml_loads(b"a = 2\n") == {"a": 2}
     assert len(list((tmp_path / "c" / "toml").glob("*.json"))) == 1
+
+
+@given(
+    n=st.integers(0, 30),
+    picks=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 60)), max_size=12),
+)
+def test_insert_all_is_insert_row_by_row(n: int, picks: list[tuple[int, int]]) -> None:
+    """The one-pass merge revert uses must equal the row-at-a-time inserts it replaces, for
+    ascending and non-ascending indexes, paths already present, indexes past the end."""
+    record = Record(tuple(Row.from_raw(f"f{i}.py,,") for i in range(n)), "\n", True)
+    rows = [(index, Row.from_raw(f"f{path}.py,sha256=x,1")) for index, path in picks]
+    expected = record
+    for index, row in rows:
+        expected = expected.insert(index, row)
+    assert record.insert_all(rows) == expected
+    # the revert case: rows dropped first, then put back at ascending distinct indexes
+    ascending = sorted(dict((r.path, (i, r)) for i, r in rows).values(), key=lambda p: p[0])
+    ascending = [p for k, p in enumerate(ascending) if k == 0 or p[0] > ascending[k - 1][0]]
+    record = record.without({r.path for _, r in ascending})
+    expected = record
+    for index, row in ascending:
+        expected = expected.insert(index, row)
+    assert record.insert_all(ascending) == expected

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compatkit import tomlcache
+from compatkit import cache
 from compatkit.errors import PatchFormatError, UsageError
 from compatkit.value import Value
 
@@ -77,7 +77,7 @@ def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | No
             raw = candidate.read_bytes()
             if b"compatkit" not in raw and explicit is None:
                 continue  # cheap pre-check: most pyproject.toml files have no such table
-            data = tomlcache.loads(raw)
+            data = cache.toml_loads(raw)
         except (OSError, UnicodeDecodeError, ValueError) as exc:  # TOMLDecodeError too
             raise PatchFormatError(f"{candidate}: {exc}") from None
         config = parse_config(data, candidate)

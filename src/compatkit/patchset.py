@@ -11,7 +11,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from compatkit import tomlcache
+from compatkit import cache
 from compatkit.diffparse import FileDiff, parse_diff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.names import canonical_name
@@ -118,6 +118,8 @@ class Patchset(Value):
 
     @property
     def requires(self) -> tuple[Requirement, ...]:
+        if self._requires is None and not self.requires_text:
+            self._requires = ()  # no packaging import for a patchset without requirements
         if self._requires is None:
             from packaging.requirements import InvalidRequirement, Requirement
 
@@ -235,7 +237,7 @@ def load_patchset(root: Path) -> Patchset:
     where = str(toml_path)
     try:
         raw_toml = toml_path.read_bytes()
-        data = tomlcache.loads(raw_toml)
+        data = cache.toml_loads(raw_toml)
     except (OSError, ValueError) as exc:  # UnicodeDecodeError and TOMLDecodeError too
         raise PatchFormatError(f"{where}: {exc}") from None
     meta, target = _table(data, "patchset", where), _table(data, "target", where)

@@ -9,7 +9,6 @@ compatkit.errors.CompatkitError: refused path '../evil.py': it contains '..'
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -49,9 +48,13 @@ def check_relpath(path: str) -> None:
 
 def resolve_inside(root: Path, path: str) -> Path:
     """``root / path``, refusing symlinks anywhere between root and the file, and any
-    existing component that is not a directory (or, last, not a regular file)."""
+    existing component that is not a directory (or, last, not a regular file).
+
+    Every existing component is lstat-ed and none may be a symlink, and ``..`` is refused, so
+    the result cannot resolve outside ``root`` (a realpath() check after the walk would
+    repeat one lstat per component per file: ≈ 60 ms for 1,000 files, benchmark P2).
+    """
     check_relpath(path)
-    real_root = os.path.realpath(root)
     current = Path(root)
     parts = path.split("/")
     for i, part in enumerate(parts, 1):
@@ -68,7 +71,4 @@ def resolve_inside(root: Path, path: str) -> Path:
             raise _refuse(path, f"{current} is not a directory")
         if i == len(parts) and not stat.S_ISREG(mode):
             raise _refuse(path, f"{current} is not a regular file")
-    resolved = os.path.realpath(current)
-    if os.path.commonpath([real_root, resolved]) != real_root:
-        raise _refuse(path, "it resolves outside site-packages")
     return current

@@ -8,6 +8,7 @@ one on the same overlay, so both land in one transaction.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
@@ -38,6 +39,7 @@ class Overlay:
         self._original_record = self.record
         self._disk: dict[str, bytes | None] = {}  # each file is read once (under the lock)
         self._planned_pycs: dict[str, set[str]] = {}  # "dir/__pycache__/stem." -> pyc paths
+        self._pycaches: dict[str, dict[str, list[str]]] = {}  # "dir/__pycache__" -> stem -> pycs
 
     def disk(self, relpath: str) -> bytes | None:
         if relpath not in self._disk:
@@ -59,8 +61,31 @@ class Overlay:
     def pycs(self, relpath: str) -> list[str]:
         """``pycs_of(relpath)`` as this overlay would leave them."""
         prefix = str(Path(relpath).parent / "__pycache__" / Path(relpath).stem) + "."
-        found = set(pycs_of(self.dist.root, relpath)) | self._planned_pycs.get(prefix, set())
+        found = set(self._pycs_on_disk(relpath)) | self._planned_pycs.get(prefix, set())
         return sorted(r for r in found if self.read(r) is not None)
+
+    def _pycs_on_disk(self, relpath: str) -> list[str]:
+        """Bytecode files on disk compiled from ``relpath``, every tag and optimisation level.
+
+        Each ``__pycache__`` is listed once and indexed by module name: a glob per source
+        file would list the folder again for every module in it (quadratic in big packages).
+        """
+        if not relpath.endswith(".py"):
+            return []
+        folder, _, name = relpath.rpartition("/")
+        cache = f"{folder}/__pycache__" if folder else "__pycache__"
+        index = self._pycaches.get(cache)
+        if index is None:
+            index = {}
+            try:
+                names = os.listdir(self.dist.root / cache)
+            except (FileNotFoundError, NotADirectoryError):
+                names = []
+            for n in names:
+                if n.endswith(".pyc") and n.count(".") >= 2:
+                    index.setdefault(n.split(".", 1)[0], []).append(f"{cache}/{n}")
+            self._pycaches[cache] = index
+        return index.get(name[:-3], [])
 
     def changes(self) -> list[Change]:
         out = [
@@ -71,20 +96,6 @@ class Overlay:
         if self.record != self._original_record:
             out.append(Change(self.dist.record_relpath, self.record.render()))
         return out
-
-
-def pycs_of(root: Path, relpath: str) -> list[str]:
-    """Bytecode files on disk compiled from ``relpath``, every tag and optimisation level."""
-    if not relpath.endswith(".py"):
-        return []
-    source = root / relpath
-    cache = source.parent / "__pycache__"
-    if not cache.is_dir():
-        return []
-    stem = source.name[:-3]
-    return sorted(
-        str(p.relative_to(root)) for p in cache.glob(f"{stem}.*.pyc") if p.name.count(".") >= 2
-    )
 
 
 def _sha(data: bytes | None) -> str | None:
@@ -131,7 +142,8 @@ def _restore_rows(record: Record, drop: set[str], rows: list[tuple[int | None, s
     """
     record = record.without(drop | {Row.from_raw(raw).path for _, raw in rows if raw})
     known = sorted((i, raw) for i, raw in rows if raw and i is not None)
-    for index, raw in known + [(i, raw) for i, raw in rows if raw and i is None]:
+    record = record.insert_all([(i, Row.from_raw(raw)) for i, raw in known])
+    for index, raw in [(i, raw) for i, raw in rows if raw and i is None]:
         record = record.insert(index, Row.from_raw(raw))
     return record
 

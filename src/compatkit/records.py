@@ -129,6 +129,31 @@ class Record(Value):
         rows += [r for r in append if r.path not in present]
         return Record(tuple(rows), self.terminator, self.final_newline or not self.rows)
 
+    def insert_all(self, rows: list[tuple[int, Row]]) -> Record:
+        """``insert(index, row)`` for each pair in turn, in one pass (a loop is quadratic).
+
+        One pass when the indexes strictly ascend and the paths are new and distinct (as in a
+        revert, which drops the rows first): each row then lands at its index, or at the end
+        if the RECORD is shorter. Otherwise row by row.
+        """
+        paths = {row.path for _, row in rows}
+        ascending = all(rows[k][0] < rows[k + 1][0] for k in range(len(rows) - 1))
+        if len(paths) < len(rows) or not ascending or not paths.isdisjoint(self._positions):
+            record = self
+            for index, row in rows:
+                record = record.insert(index, row)
+            return record
+        rest = list(self.rows)
+        out: list[Row] = []
+        taken = 0
+        for index, row in rows:
+            fill = max(0, min(index - len(out), len(rest) - taken))
+            out += rest[taken : taken + fill]
+            taken += fill
+            out.append(row)
+        out += rest[taken:]
+        return Record(tuple(out), self.terminator, self.final_newline or not self.rows)
+
     def insert(self, index: int | None, row: Row) -> Record:
         rows = [r for r in self.rows if r.path != row.path]
         at = len(rows) if index is None else min(index, len(rows))

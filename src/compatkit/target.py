@@ -56,6 +56,16 @@ class Dist(Value):
         self.dist_info = dist_info
         self.root = root
 
+    @classmethod
+    def at(cls, info: Path) -> Dist | None:
+        """The distribution whose ``.dist-info`` folder is ``info`` (None: no usable METADATA)."""
+        try:
+            meta = _headers((info / "METADATA").read_text("utf-8"))
+        except (OSError, UnicodeDecodeError):
+            return None
+        name, version = meta.get("name"), meta.get("version")
+        return cls(name, version, info, info.parent) if name and version else None
+
     @property
     def record_path(self) -> Path:
         return self.dist_info / "RECORD"
@@ -121,25 +131,35 @@ class Environment(Value):
     def for_python(cls, python: str | None) -> Environment:
         if python is None:
             return cls.current()
-        import json
-        import subprocess
+        from compatkit import cache
 
         exe = _interpreter(python)
-        try:
-            proc = subprocess.run(
-                [exe, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise UsageError(f"--python {python}: cannot run it ({exc})") from None
-        if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise UsageError(f"--python {python}: not a working Python ({last})")
-        info = json.loads(proc.stdout)
+        entry = cache.entry("probe", _probe_key(exe))
+        cached = cache.load(entry)
+        env = None if cached is None else cls._from_probe(cached)
+        if env is None:
+            info = _probe(python, exe)
+            env = cls._from_probe(info)
+            if env is None:
+                raise UsageError(f"--python {python}: unexpected answer to the probe")
+            cache.store(entry, info)
+        return env
+
+    @classmethod
+    def _from_probe(cls, info: dict[str, object]) -> Environment | None:
+        exe, paths, tag, markers = (
+            info.get(k) for k in ("executable", "paths", "cache_tag", "markers")
+        )
+        if not (
+            isinstance(exe, str)
+            and isinstance(paths, list)
+            and all(isinstance(p, str) for p in paths)
+            and (tag is None or isinstance(tag, str))
+            and isinstance(markers, dict)
+        ):
+            return None
         return cls(
-            info["executable"],
-            tuple(dict.fromkeys(info["paths"])),
-            info["cache_tag"],
-            info["markers"],
+            exe, tuple(dict.fromkeys(paths)), tag, {str(k): str(v) for k, v in markers.items()}
         )
 
     def find(self, name: str) -> Dist | None:
@@ -176,15 +196,10 @@ class Environment(Value):
                 continue
             if len(hits) > 1 or not hits[0].lower().endswith(".dist-info"):
                 return False, None
-            info = Path(base) / hits[0]
-            try:
-                meta = _headers((info / "METADATA").read_text("utf-8"))
-            except (OSError, UnicodeDecodeError):
+            dist = Dist.at(Path(base) / hits[0])
+            if dist is None or canonical_name(dist.name) != wanted:
                 return False, None
-            meta_name, version = meta.get("name"), meta.get("version")
-            if not meta_name or not version or canonical_name(meta_name) != wanted:
-                return False, None
-            return True, Dist(meta_name, version, info, info.parent)
+            return True, dist
         return True, None
 
     def _find_general(self, wanted: str) -> Dist | None:
@@ -223,6 +238,37 @@ def _headers(metadata: str) -> dict[str, str]:
         if sep and key.lower() in ("name", "version") and key.lower() not in found:
             found[key.lower()] = value.strip()
     return found
+
+
+def _probe(python: str, exe: str) -> dict[str, object]:
+    """Ask the interpreter for its paths and PEP 508 markers (a second Python start-up)."""
+    import json
+    import subprocess
+
+    try:
+        proc = subprocess.run([exe, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"--python {python}: cannot run it ({exc})") from None
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UsageError(f"--python {python}: not a working Python ({last})")
+    info: dict[str, object] = json.loads(proc.stdout)
+    return info
+
+
+def _probe_key(exe: str) -> bytes:
+    """Everything that could change the probe's answer: the interpreter path, the link and the
+    binary it points to (a recreated venv or an upgraded Python changes their inode or times),
+    the venv's pyvenv.cfg, the kernel (platform_release is a marker) and the probe itself."""
+    parts: list[object] = [_PROBE, os.path.abspath(exe), os.uname()]
+    cfg = Path(exe).parent.parent / "pyvenv.cfg"
+    for path, follow in ((exe, False), (exe, True), (str(cfg), True)):
+        try:
+            st = os.stat(path, follow_symlinks=follow)
+            parts.append((st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            parts.append(None)
+    return repr(parts).encode()
 
 
 def _interpreter(python: str) -> str:

@@ -163,14 +163,17 @@ def _write_journal(dist: Dist, changes: Sequence[Change]) -> Path:
     return final
 
 
-def _apply_change(dist: Dist, change: Change) -> None:
+def _apply_change(dist: Dist, change: Change, made: set[Path], emptied: set[Path]) -> None:
+    """One change; directories are created once each (``made``) and pruned at the end."""
     target = dist.root / change.relpath
     if change.data is None:
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
-        _prune_empty_dirs(target.parent, dist)
+        emptied.add(target.parent)
     else:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
         write_atomic(target, change.data, _mode_of(target), change.mtime_ns)
     _step()
 
@@ -203,8 +206,12 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
         _rmtree(dist.dist_info / f"{JOURNAL}.tmp")
         raise _write_error(dist, exc) from None
     try:
+        made: set[Path] = set()
+        emptied: set[Path] = set()
         for change in changes:
-            _apply_change(dist, change)
+            _apply_change(dist, change, made, emptied)
+        for directory in sorted(emptied, key=lambda d: len(d.parts), reverse=True):
+            _prune_empty_dirs(directory, dist)
         _sync_fs(dist.root)
         _finish(journal)
     except OSError as exc:

@@ -45,11 +45,9 @@ _JSON = "application/vnd.pypi.simple.v1+json"
 
 def cache_dir() -> Path:
     """compatkit's own cache (downloaded wheels): ``COMPATKIT_CACHE_DIR`` or the XDG one."""
-    explicit = os.environ.get("COMPATKIT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "compatkit"
+    from compatkit.cache import base_dir
+
+    return base_dir()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,93 @@
+"""A small start-up cache: parsed TOML tables and ``--python`` probe results, as JSON.
+
+Both cost more than the rest of a read-only command: importing ``tomllib`` ≈ 12 ms (it pulls
+in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈ 25 ms (a second
+Python start-up). See docs/benchmarks.md, P1 and P2.
+
+Entries live under ``$COMPATKIT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/compatkit``, else
+``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML) or a hash of
+everything that could change the answer (probe: the interpreter's path, its symlink and binary
+``stat``, ``pyvenv.cfg``, the kernel), so an entry is never stale; a missing, unreadable or
+corrupt one just means doing the work again. Values JSON cannot hold exactly (dates, NaN) are
+not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an unwritable home directory turns
+it off silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def base_dir() -> Path:
+    """compatkit's cache folder (downloaded wheels live here too, see compatkit.wheels)."""
+    explicit = os.environ.get("COMPATKIT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "compatkit"
+
+
+def cache_dir() -> Path | None:
+    """Where start-up entries go; None when COMPATKIT_NO_CACHE is set."""
+    return None if os.environ.get("COMPATKIT_NO_CACHE") else base_dir()
+
+
+def entry(kind: str, key: bytes) -> Path | None:
+    folder = cache_dir()
+    return None if folder is None else folder / kind / f"{hashlib.sha256(key).hexdigest()}.json"
+
+
+def load(path: Path | None) -> dict[str, object] | None:
+    if path is None:
+        return None
+    try:
+        cached = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return cached if isinstance(cached, dict) else None
+
+
+def store(path: Path | None, data: dict[str, object]) -> None:
+    if path is None:
+        return
+    try:
+        text = json.dumps(data)
+        if json.loads(text) != data:
+            return  # NaN: not exactly representable
+    except (TypeError, ValueError):
+        return  # dates and times
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def toml_loads(raw: bytes) -> dict[str, object]:
+    """``tomllib.loads(raw.decode())``, from the cache when this exact content was seen.
+
+    Raises UnicodeDecodeError or tomllib.TOMLDecodeError (both ValueErrors) as tomllib would.
+    """
+    path = entry("toml", raw)
+    cached = load(path)
+    if cached is not None:
+        return cached
+    data = _parse_toml(raw)
+    store(path, data)
+    return data
+
+
+def _parse_toml(raw: bytes) -> dict[str, object]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads(raw.decode("utf-8"))
