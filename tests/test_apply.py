@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
-from conftest import PATCH_GREET, Demo, write_patchset
+from conftest import PATCH_GREET, Demo, Venv, write_patchset
 
 
 def test_apply_verify_revert_is_byte_exact(demo: Demo) -> None:
@@ -187,3 +189,43 @@ def test_revert_of_a_deletion_restores_record_byte_for_byte(demo: Demo) -> None:
     assert not (demo.venv.site / "demo/__init__.py").exists()
     assert demo.run("revert", "deleting")[0] == 0
     assert demo.venv.snapshot() == before
+
+
+def _everything(venv: Venv) -> dict[str, bytes]:
+    """Every file below site-packages, bytecode included."""
+    site = venv.site
+    return {str(p.relative_to(site)): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+
+
+def test_bytecode_moved_aside_and_back_through_reapplies(demo: Demo) -> None:
+    """Apply moves the patched modules' pycs into the backup folder (one rename each); a
+    re-apply of an edited or narrowed patchset, with pycs regenerated in between, and a
+    revert give back every original byte, bytecode and RECORD included."""
+    python = demo.venv.python
+    subprocess.run([python, "-m", "compileall", "-q", str(demo.venv.site / "demo")], check=True)
+    before = _everything(demo.venv)
+    pycs = sorted(p for p in before if p.endswith(".pyc") and ("/greet." in p or "/util." in p))
+    assert len(pycs) == 2
+    assert demo.run("apply", "demo-fix")[0] == 0
+    after = _everything(demo.venv)
+    assert not [p for p in pycs if p in after]
+    moved = [p for p in after if "/compatkit/demo-fix/pyc/" in p]
+    assert sorted(after[p] for p in moved) == sorted(before[p] for p in pycs)
+    record = (demo.venv.site / "demo-1.0.dist-info/RECORD").read_text()
+    assert all(f"{p},," in record for p in moved)  # pip uninstall removes them
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for step in range(3):
+        # import the patched modules: Python writes fresh pycs where the originals were
+        subprocess.run([python, "-c", "import demo.greet, demo.util"], check=True, env=env)
+        if step == 0:
+            patch = demo.patchsets / "demo-fix/patches/0001.patch"
+            patch.write_text(PATCH_GREET.replace("'hi ' + name", "'hey ' + name"))
+            assert demo.run("apply", "demo-fix")[0] == 0
+        elif step == 1:
+            assert demo.run("apply", "demo-fix", "--exclude", "patch-1")[0] == 0
+        else:
+            assert demo.run("apply", "demo-fix")[0] == 0
+        code, out, err = demo.run("verify", "demo-fix")
+        assert code == (1 if step == 1 else 0), (step, out, err)  # 1: "applied without patch-1"
+    assert demo.run("revert", "demo-fix")[0] == 0
+    assert _everything(demo.venv) == before

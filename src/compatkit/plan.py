@@ -40,6 +40,9 @@ class Overlay:
         self._disk: dict[str, bytes | None] = {}  # each file is read once (under the lock)
         self._planned_pycs: dict[str, set[str]] = {}  # "dir/__pycache__/stem." -> pyc paths
         self._pycaches: dict[str, dict[str, list[str]]] = {}  # "dir/__pycache__" -> stem -> pycs
+        self.moves: dict[str, str] = {}  # renames: source -> destination
+        self._moved_to: dict[str, str] = {}  # destination -> source
+        self._free: dict[str, int] = {}  # free_name(): where to start looking
 
     def disk(self, relpath: str) -> bytes | None:
         if relpath not in self._disk:
@@ -47,12 +50,61 @@ class Overlay:
         return self._disk[relpath]
 
     def read(self, relpath: str) -> bytes | None:
-        return self.data[relpath] if relpath in self.data else self.disk(relpath)
+        if relpath in self.data:
+            return self.data[relpath]
+        if relpath in self._moved_to:
+            return self.disk(self._moved_to[relpath])
+        return None if relpath in self.moves else self.disk(relpath)
+
+    # Rename destinations are fresh names (see free_name), so no rename waits for another to
+    # vacate its destination. A chain (a re-apply moving on a pyc that the revert half just
+    # moved back) becomes one rename.
+
+    def exists(self, relpath: str) -> bool:
+        """Whether ``relpath`` will exist, without reading it if it is only on disk."""
+        if relpath in self.data:
+            return self.data[relpath] is not None
+        if relpath in self._moved_to or relpath in self.moves:
+            return relpath in self._moved_to
+        if relpath in self._disk:
+            return self._disk[relpath] is not None
+        return os.path.isfile(self.dist.root / relpath)
 
     def write(self, relpath: str, data: bytes | None, mtime_ns: int | None = None) -> None:
+        if relpath in self._moved_to or relpath in self.moves:
+            raise CompatkitError(f"internal: {relpath} is both renamed and written")
         self.data[relpath] = data
         if mtime_ns is not None:
             self.mtimes[relpath] = mtime_ns
+        self._note_pyc(relpath)
+
+    def free_name(self, pattern: str) -> str:
+        """``pattern`` formatted with the lowest n whose path is neither on disk nor planned."""
+        n = self._free.get(pattern, 0)  # names below it are taken already
+        while True:
+            name = pattern.format(n)
+            n += 1
+            taken = name in self.data or name in self.moves or name in self._moved_to
+            if not taken and not os.path.lexists(self.dist.root / name):
+                self._free[pattern] = n
+                return name
+
+    def move(self, source: str, dest: str) -> None:
+        """Rename ``source`` (a file on disk) to ``dest``, replacing whatever ``dest`` holds."""
+        if source in self._moved_to:  # source is itself arriving by a rename: redirect that
+            first = self._moved_to.pop(source)
+            del self.moves[first]
+            if os.path.lexists(self.dist.root / source):
+                self.data[source] = None  # what is on disk there still goes
+            source = first
+        if source == dest:  # moved back and out again: it just stays
+            return
+        self.data.pop(dest, None)  # a file there is deleted first (see changes())
+        self.moves[source] = dest
+        self._moved_to[dest] = source
+        self._note_pyc(dest)
+
+    def _note_pyc(self, relpath: str) -> None:
         if relpath.endswith(".pyc") and "/__pycache__/" in f"/{relpath}":
             stem = relpath.rsplit("/", 1)[-1].split(".", 1)[0]
             prefix = relpath.rsplit("/", 1)[0] + f"/{stem}."
@@ -62,7 +114,7 @@ class Overlay:
         """``pycs_of(relpath)`` as this overlay would leave them."""
         prefix = str(Path(relpath).parent / "__pycache__" / Path(relpath).stem) + "."
         found = set(self._pycs_on_disk(relpath)) | self._planned_pycs.get(prefix, set())
-        return sorted(r for r in found if self.read(r) is not None)
+        return sorted(r for r in found if self.exists(r))
 
     def _pycs_on_disk(self, relpath: str) -> list[str]:
         """Bytecode files on disk compiled from ``relpath``, every tag and optimisation level.
@@ -88,6 +140,7 @@ class Overlay:
         return index.get(name[:-3], [])
 
     def changes(self) -> list[Change]:
+        """Writes and deletes, then deletes that clear rename destinations, then renames."""
         out = [
             Change(rel, data, self.mtimes.get(rel), before=self.disk(rel), before_known=True)
             for rel, data in self.data.items()
@@ -95,6 +148,10 @@ class Overlay:
         ]
         if self.record != self._original_record:
             out.append(Change(self.dist.record_relpath, self.record.render()))
+        for dest in self._moved_to:
+            if dest not in self.moves and os.path.lexists(self.dist.root / dest):
+                out.append(Change(dest, None, before=self.disk(dest), before_known=True))
+        out += [Change(src, None, move_to=dest) for src, dest in self.moves.items()]
         return out
 
 
@@ -122,14 +179,19 @@ def plan_revert(ov: Overlay, state: State, force: bool) -> list[str]:
         ov.write(f.path, original, f.mtime_ns)
         rows.append((f.record_index, f.record_row) if f.record_row is not None else (None, ""))
     for p in state.pycs:
-        ov.write(p.path, read_backup(ov.read, p))
+        if p.moved:
+            if ov.exists(p.backup):
+                ov.move(p.backup, p.path)
+        else:
+            ov.write(p.path, read_backup(ov.read, p))
         if p.record_row is not None:
             rows.append((p.record_index, p.record_row))
     own = [state_relpath(ov.dist, state.patchset)]
     own += [f.backup for f in state.files if f.backup] + [p.backup for p in state.pycs]
     own = list(dict.fromkeys(own))
     for rel in own:
-        ov.write(rel, None)
+        if rel not in ov.moves:
+            ov.write(rel, None)
     ov.record = _restore_rows(ov.record, {f.path for f in state.files} | set(own), rows)
     return problems
 
@@ -236,8 +298,10 @@ def _record_changes(
             append.append(row_for(path, new))
         ov.write(path, new)
         for pyc in ov.pycs(path):
-            if _drop_pyc(ov, state, pyc, archive, start):
+            backup = _drop_pyc(ov, state, pyc, folder, start)
+            if backup is not None:
                 remove.add(pyc)
+                own.append(backup)
         state.files.append(fs)
     if archive.data:
         ov.write(archive.path, bytes(archive.data))
@@ -260,14 +324,12 @@ class _Archive:
         return self.path, offset, len(blob)
 
 
-def _drop_pyc(ov: Overlay, state: State, pyc: str, archive: _Archive, start: Record) -> bool:
-    """Back up and delete one bytecode file; True if there was one (its row must go too)."""
-    data = ov.read(pyc)
-    if data is None:
-        return False
+def _drop_pyc(ov: Overlay, state: State, pyc: str, folder: str, start: Record) -> str | None:
+    """Move one bytecode file into the backup folder; its backup path (None: no such file)."""
+    if not ov.exists(pyc):
+        return None
     row = ov.record.get(pyc)
-    index = start.index(pyc)
-    path, offset, size = archive.add(data)
-    state.pycs.append(PycState(pyc, path, row.raw if row else None, index, offset, size))
-    ov.write(pyc, None)
-    return True
+    backup = ov.free_name(f"{folder}/pyc/{{}}.pyc")
+    state.pycs.append(PycState(pyc, backup, row.raw if row else None, start.index(pyc), moved=True))
+    ov.move(pyc, backup)
+    return backup

@@ -62,7 +62,18 @@ class FileState(Value):
 
 
 class PycState(Value):
-    __slots__ = ("path", "backup", "record_row", "record_index", "backup_offset", "backup_size")
+    """A bytecode file moved aside by an apply (``moved``: ``backup`` is the file itself;
+    states from earlier compatkit versions hold its bytes in an archive slice instead)."""
+
+    __slots__ = (
+        "path",
+        "backup",
+        "record_row",
+        "record_index",
+        "backup_offset",
+        "backup_size",
+        "moved",
+    )
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __init__(
@@ -73,6 +84,7 @@ class PycState(Value):
         record_index: int | None = None,
         backup_offset: int | None = None,
         backup_size: int | None = None,
+        moved: bool = False,
     ) -> None:
         self.path = path
         self.backup = backup
@@ -80,6 +92,7 @@ class PycState(Value):
         self.record_index = record_index
         self.backup_offset = backup_offset
         self.backup_size = backup_size
+        self.moved = moved
 
 
 class State(Value):

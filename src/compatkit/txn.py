@@ -36,7 +36,13 @@ _steps = 0
 
 
 class Change(Value):
-    __slots__ = ("relpath", "data", "mtime_ns", "before", "before_known")
+    """Write ``data`` to ``relpath`` (None: delete it), or, with ``move_to``, rename it there.
+
+    A rename journals no bytes: rolling it back is renaming back. It moves bytecode files out
+    of the way and back (one rename each instead of a copy, an unlink and a re-create).
+    """
+
+    __slots__ = ("relpath", "data", "mtime_ns", "before", "before_known", "move_to")
 
     def __init__(
         self,
@@ -45,12 +51,14 @@ class Change(Value):
         mtime_ns: int | None = None,  # set after writing (revert restores the original mtime)
         before: bytes | None = None,  # the current bytes, when the caller already read them
         before_known: bool = False,  # ... so the journal does not read the file again
+        move_to: str | None = None,  # rename relpath to this (a path that does not exist)
     ) -> None:
         self.relpath = relpath
         self.data = data
         self.mtime_ns = mtime_ns
         self.before = before
         self.before_known = before_known
+        self.move_to = move_to
 
 
 def _step() -> None:
@@ -133,12 +141,15 @@ def _write_journal(dist: Dist, changes: Sequence[Change]) -> Path:
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
     _rmtree(tmp)
     tmp.mkdir(parents=True)
-    entries = []
+    entries: list[dict[str, object]] = []
     offset = 0
     with open(tmp / "blobs", "wb") as blobs:
         for change in changes:
             target = dist.root / change.relpath
             entry: dict[str, object] = {"path": change.relpath, "before": None}
+            if change.move_to is not None:
+                entries.append({"path": change.relpath, "move_to": change.move_to})
+                continue
             try:
                 if change.before_known and change.before is None:
                     raise FileNotFoundError(target)
@@ -166,7 +177,14 @@ def _write_journal(dist: Dist, changes: Sequence[Change]) -> Path:
 def _apply_change(dist: Dist, change: Change, made: set[Path], emptied: set[Path]) -> None:
     """One change; directories are created once each (``made``) and pruned at the end."""
     target = dist.root / change.relpath
-    if change.data is None:
+    if change.move_to is not None:
+        dest = dist.root / change.move_to
+        if dest.parent not in made:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            made.add(dest.parent)
+        os.rename(target, dest)
+        emptied.add(target.parent)
+    elif change.data is None:
         with contextlib.suppress(FileNotFoundError):
             target.unlink()
         emptied.add(target.parent)
@@ -229,6 +247,15 @@ def _rollback(dist: Dist, journal: Path) -> None:
     blobs = (journal / "blobs").read_bytes()
     for entry in reversed(data["entries"]):
         target = dist.root / entry["path"]
+        if "move_to" in entry:
+            moved = dist.root / entry["move_to"]
+            # the rename happened if the source is gone and the destination is there (before
+            # it, the destination may hold a file a later entry of this journal deletes)
+            if os.path.lexists(moved) and not os.path.lexists(target):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(moved, target)
+                _prune_empty_dirs(moved.parent, dist)
+            continue
         with contextlib.suppress(FileNotFoundError):
             _tmp_for(target).unlink()
         if entry["before"] is None:
