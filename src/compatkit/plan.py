@@ -213,11 +213,12 @@ def _restore_rows(record: Record, drop: set[str], rows: list[tuple[int | None, s
 def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[str]:
     problems: list[str] = []
     owned = ov.record.paths()
+    dirs_ok: set[str] = set()
     tops = {p.split("/", 1)[0] for p in owned if "/" in p and not p.startswith("..")}
     for patch in patches:
         for fd in patch.files:
             try:
-                resolve_inside(ov.dist.root, fd.path)
+                resolve_inside(ov.dist.root, fd.path, dirs_ok)
             except CompatkitError as exc:
                 problems.append(f"{patch.id}: {exc.message}")
                 continue
