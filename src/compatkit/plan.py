@@ -9,7 +9,6 @@ one on the same overlay, so both land in one transaction.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
 from compatkit.errors import CompatkitError
@@ -33,6 +32,7 @@ class Overlay:
 
     def __init__(self, dist: Dist) -> None:
         self.dist = dist
+        self._root = str(dist.root)  # os.path on hot paths: pathlib costs µs per call
         self.data: dict[str, bytes | None] = {}
         self.mtimes: dict[str, int] = {}
         self.record: Record = dist.read_record()
@@ -68,7 +68,7 @@ class Overlay:
             return relpath in self._moved_to
         if relpath in self._disk:
             return self._disk[relpath] is not None
-        return os.path.isfile(self.dist.root / relpath)
+        return os.path.isfile(os.path.join(self._root, relpath))
 
     def write(self, relpath: str, data: bytes | None, mtime_ns: int | None = None) -> None:
         if relpath in self._moved_to or relpath in self.moves:
@@ -85,7 +85,7 @@ class Overlay:
             name = pattern.format(n)
             n += 1
             taken = name in self.data or name in self.moves or name in self._moved_to
-            if not taken and not os.path.lexists(self.dist.root / name):
+            if not taken and not os.path.lexists(os.path.join(self._root, name)):
                 self._free[pattern] = n
                 return name
 
@@ -94,7 +94,7 @@ class Overlay:
         if source in self._moved_to:  # source is itself arriving by a rename: redirect that
             first = self._moved_to.pop(source)
             del self.moves[first]
-            if os.path.lexists(self.dist.root / source):
+            if os.path.lexists(os.path.join(self._root, source)):
                 self.data[source] = None  # what is on disk there still goes
             source = first
         if source == dest:  # moved back and out again: it just stays
@@ -112,7 +112,9 @@ class Overlay:
 
     def pycs(self, relpath: str) -> list[str]:
         """``pycs_of(relpath)`` as this overlay would leave them."""
-        prefix = str(Path(relpath).parent / "__pycache__" / Path(relpath).stem) + "."
+        folder, _, name = relpath.rpartition("/")
+        stem = name[:-3] if name.endswith(".py") else name.rpartition(".")[0] or name
+        prefix = f"{folder}/__pycache__/{stem}." if folder else f"__pycache__/{stem}."
         found = set(self._pycs_on_disk(relpath)) | self._planned_pycs.get(prefix, set())
         return sorted(r for r in found if self.exists(r))
 
@@ -130,7 +132,7 @@ class Overlay:
         if index is None:
             index = {}
             try:
-                names = os.listdir(self.dist.root / cache)
+                names = os.listdir(os.path.join(self._root, cache))
             except (FileNotFoundError, NotADirectoryError):
                 names = []
             for n in names:
@@ -149,7 +151,7 @@ class Overlay:
         if self.record != self._original_record:
             out.append(Change(self.dist.record_relpath, self.record.render()))
         for dest in self._moved_to:
-            if dest not in self.moves and os.path.lexists(self.dist.root / dest):
+            if dest not in self.moves and os.path.lexists(os.path.join(self._root, dest)):
                 out.append(Change(dest, None, before=self.disk(dest), before_known=True))
         out += [Change(src, None, move_to=dest) for src, dest in self.moves.items()]
         return out
@@ -287,7 +289,7 @@ def _record_changes(
         fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
         if original is not None:
             fs.backup, fs.backup_offset, fs.backup_size = archive.add(original)
-            fs.mtime_ns = ov.mtimes.get(path) or (ov.dist.root / path).stat().st_mtime_ns
+            fs.mtime_ns = ov.mtimes.get(path) or os.stat(os.path.join(ov._root, path)).st_mtime_ns
         row = ov.record.get(path)
         if row is not None:
             fs.record_row, fs.record_index = row.raw, start.index(path)

@@ -85,7 +85,8 @@ class Dist(Value):
         if relpath.startswith("/") or ".." in relpath.split("/"):
             raise CompatkitError(f"refused path {relpath!r}: it leaves site-packages")
         try:
-            return (self.root / relpath).read_bytes()
+            with open(os.path.join(self.root, relpath), "rb") as fh:
+                return fh.read()
         except (FileNotFoundError, NotADirectoryError):
             return None
         except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
