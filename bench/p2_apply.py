@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, Figure, Report, median_of, timed
+from common import ROOT, Figure, Report, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 from wheelkit import build_wheel
@@ -90,8 +91,12 @@ def _setup(work: Path, modules: int, files: int, lines: int) -> tuple[Path, Path
     return venv, work / "ps", plain
 
 
-def measure(modules: int, files: int, lines: int, runs: int) -> tuple[float, float]:
-    with tempfile.TemporaryDirectory(prefix="compatkit-bench-") as tmp:
+def measure(
+    modules: int, files: int, lines: int, runs: int, where: str | None = None
+) -> tuple[float, float]:
+    """Medians of ``runs`` apply+revert pairs and git pairs, interleaved (so that the disk's
+    background flushing hits both alike), in a temp dir under ``where``."""
+    with tempfile.TemporaryDirectory(prefix="compatkit-bench-", dir=where) as tmp:
         work = Path(tmp)
         venv, patchsets, plain = _setup(work, modules, files, lines)
         base = [
@@ -117,11 +122,13 @@ def measure(modules: int, files: int, lines: int, runs: int) -> tuple[float, flo
             os.sync()
             return elapsed + timed(["git", "apply", "-R", diff], cwd=plain)
 
-        return median_of(runs, ours), median_of(runs, git)
+        ours(), git()  # warm-up
+        pairs = [(ours(), git()) for _ in range(runs)]
+        return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
 def run(report: Report) -> None:
-    runs = 1 if report.quick else 5
+    runs = 1 if report.quick else 9
     files = 100 if report.quick else 1000
     value, ref = measure(files, files, 40, runs)
     report.add(
@@ -134,6 +141,18 @@ def run(report: Report) -> None:
             2.0,
         )
     )
+    if Path("/dev/shm").is_dir():  # the same on tmpfs: no disk, so CPU work alone
+        value, ref = measure(files, files, 40, runs, "/dev/shm")
+        report.add(
+            Figure(
+                "P2-tmpfs",
+                f"the same {files} files on tmpfs (CPU only; see notes)",
+                value,
+                "git apply pair",
+                ref,
+            )
+        )
+    runs = 1 if report.quick else 5
     sizes = [10, 100] if report.quick else [10, 100, 1000, 5000]
     for n in sizes:
         value, ref = measure(n, n, 40, runs)
