@@ -5,6 +5,7 @@ packaging, RECORD rows split without csv) agree with the libraries they stand in
 from __future__ import annotations
 
 import csv
+import io
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -19,7 +20,7 @@ import compatkit
 from compatkit import cache
 from compatkit.names import canonical_name
 from compatkit.patchset import Patchset
-from compatkit.records import Record, Row
+from compatkit.records import Record, Row, hash_bytes, row_for
 from compatkit.target import Environment
 from conftest import Demo, Venv, build_wheel
 
@@ -206,3 +207,12 @@ def test_insert_all_is_insert_row_by_row(n: int, picks: list[tuple[int, int]]) -
     for index, row in ascending:
         expected = expected.insert(index, row)
     assert record.insert_all(ascending) == expected
+
+
+@pytest.mark.parametrize("path", ["a/b.py", "a,b.py", 'a"q.py', "sp ace.py", "tab\tx.py", "é.py"])
+@pytest.mark.parametrize("data", [None, b"xyz"])
+def test_row_for_writes_what_csv_writes(path: str, data: bytes | None) -> None:
+    buf = io.StringIO()
+    fields = [path, "", ""] if data is None else [path, hash_bytes(data), len(data)]
+    csv.writer(buf, lineterminator="").writerow(fields)
+    assert row_for(path, data).raw == buf.getvalue()

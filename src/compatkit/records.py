@@ -52,6 +52,9 @@ class Row(Value):
 
 def row_for(path: str, data: bytes | None) -> Row:
     """A RECORD row for ``path`` holding ``data`` (None: no hash, as for RECORD itself)."""
+    if not any(c in path for c in ',"\r\n'):  # nothing to quote: what csv would write
+        row = f"{path},," if data is None else f"{path},{hash_bytes(data)},{len(data)}"
+        return Row.from_raw(row)
     buf = io.StringIO()
     if data is None:
         csv.writer(buf, lineterminator="").writerow([path, "", ""])
