@@ -8,6 +8,7 @@ import csv
 import io
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 import compatkit
-from compatkit import cache
+from compatkit import cache, target
 from compatkit.names import canonical_name
 from compatkit.patchset import Patchset
 from compatkit.records import Record, Row, hash_bytes, row_for
@@ -216,3 +217,35 @@ def test_row_for_writes_what_csv_writes(path: str, data: bytes | None) -> None:
     fields = [path, "", ""] if data is None else [path, hash_bytes(data), len(data)]
     csv.writer(buf, lineterminator="").writerow(fields)
     assert row_for(path, data).raw == buf.getvalue()
+
+
+def test_python_probe_is_cached_until_the_interpreter_changes(
+    tmp_path: Path, make_venv: Callable[..., Venv], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "c"))
+    venv = make_venv()
+    probes: list[str] = []
+    real_probe = target._probe
+
+    def counting(python: str, exe: str) -> dict[str, object]:
+        probes.append(exe)
+        return real_probe(python, exe)
+
+    monkeypatch.setattr(target, "_probe", counting)
+    first = Environment.for_python(venv.python)
+    assert Environment.for_python(venv.python) == first and len(probes) == 1  # cache hit
+    assert first.paths == (str(venv.site),) and first.markers["sys_platform"] == sys.platform
+    # the venv recreated at the same path: new link, new pyvenv.cfg, so a new probe
+    shutil.rmtree(venv.root)
+    subprocess.run(["uv", "venv", "-q", "-p", sys.executable, str(venv.root)], check=True)
+    assert Environment.for_python(venv.python) == first and len(probes) == 2
+    # a corrupt or malformed entry is probed again, never trusted
+    entry = cache.entry("probe", target._probe_key(target._interpreter(venv.python)))
+    assert entry is not None and entry.is_file()
+    for junk in (b"{not json", b'{"executable": 3}'):
+        entry.write_bytes(junk)
+        assert Environment.for_python(venv.python) == first
+    assert len(probes) == 4
+    monkeypatch.setenv("COMPATKIT_NO_CACHE", "1")
+    Environment.for_python(venv.python)
+    assert len(probes) == 5
