@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import UV, Demo
+from conftest import PATCH_GREET, UV, Demo, write_patchset
 
 pytestmark = pytest.mark.skipif(UV is None, reason="needs uv")
 
@@ -80,3 +81,36 @@ def test_upstream_classifies_by_smoke_test_and_by_diff(demo: Demo) -> None:
     assert verdicts["patch-2"][1].startswith("conflict")
     code, _, err = demo.run("upstream", "demo-fix", "--against", "other==1.0")
     assert code == 2 and "targets demo" in err
+
+
+def test_smoke_from_a_sibling_patchset(demo: Demo) -> None:
+    """A second patchset for the same fixes reuses demo-fix's smoke tests (no copy)."""
+    _add_pytest(demo)
+    write_patchset(demo.patchsets, name="demo-again", patches={"0001.patch": PATCH_GREET})
+    twin = demo.patchsets / "demo-again"
+    shutil.rmtree(twin / "smoke")
+    toml = twin / "patchset.toml"
+    toml.write_text(
+        toml.read_text().replace("[patchset]\n", '[patchset]\nsmoke-from = "demo-fix"\n')
+    )
+    code, out, _ = demo.run("smoke", "demo-again", "--json")
+    doc = json.loads(out)
+    assert code == 1 and [p["result"] for p in doc["patches"]] == ["fail"]
+    assert demo.run("apply", "demo-again")[0] == 0
+    code, out, _ = demo.run("smoke", "demo-again", "--json")
+    assert code == 0 and [p["result"] for p in json.loads(out)["patches"]] == ["pass"]
+    code, out, err = demo.run("lint", "demo-again", "--offline")
+    assert "smoke" not in out + err, out + err
+    # a name that is not a sibling, or a smoke/ folder of its own as well: one-line errors
+    good = toml.read_text()
+    for bad, why in (
+        ('"nowhere"', "no patchset with a smoke/ folder beside this one"),
+        ('"../demo-fix"', "must name a sibling patchset"),
+    ):
+        toml.write_text(good.replace('"demo-fix"', bad))
+        code, _, err = demo.run("status", "demo-again")
+        assert code == 1 and why in err and err.count("\n") == 1, err
+    toml.write_text(good)
+    (twin / "smoke").mkdir()
+    code, _, err = demo.run("status", "demo-again")
+    assert code == 1 and "has its own smoke/ folder and smoke-from" in err

@@ -68,6 +68,7 @@ class Patchset(Value):
         "root",
         "digest",
         "series",
+        "smoke_root",
         "_specifier",
         "_requires",
     )
@@ -84,6 +85,7 @@ class Patchset(Value):
         root: Path,
         digest: str,
         series: tuple[str, ...] = (),
+        smoke_root: Path | None = None,  # whose smoke/ holds the tests (smoke-from)
     ) -> None:
         self.name, self.version, self.summary = name, version, summary
         self.distribution = distribution
@@ -93,6 +95,7 @@ class Patchset(Value):
         self.root = root
         self.digest = digest
         self.series = series
+        self.smoke_root = root if smoke_root is None else smoke_root
         self._specifier: SpecifierSet | None = None
         self._requires: tuple[Requirement, ...] | None = None
 
@@ -231,6 +234,30 @@ def _series_path(root: Path, entry: str, where: str) -> Path:
     return candidate
 
 
+def smoke_root_for(root: Path, meta: dict[str, object], where: str) -> Path:
+    """The patchset directory whose ``smoke/`` holds this patchset's smoke tests.
+
+    ``smoke-from = "other"`` in ``[patchset]`` names a sibling patchset (same directory) whose
+    smoke tests cover these patches too, so they are not copied; then this patchset has no
+    ``smoke/`` of its own, and every Smoke-Test path is read from the sibling.
+    """
+    other = meta.get("smoke-from")
+    if other is None:
+        return root
+    if not isinstance(other, str) or not other.strip():
+        raise PatchFormatError(f"{where}: 'smoke-from' must be a patchset name")
+    if "/" in other or "\\" in other or other in (".", "..") or not other.isprintable():
+        raise PatchFormatError(f"{where}: smoke-from {other!r} must name a sibling patchset")
+    sibling = root.parent / other
+    if not (sibling / "patchset.toml").is_file() or not (sibling / "smoke").is_dir():
+        raise PatchFormatError(
+            f"{where}: smoke-from {other!r}: no patchset with a smoke/ folder beside this one"
+        )
+    if (root / "smoke").exists():
+        raise PatchFormatError(f"{where}: has its own smoke/ folder and smoke-from {other!r}")
+    return sibling
+
+
 def load_patchset(root: Path) -> Patchset:
     """Load and validate ``root/patchset.toml`` and every patch in its series."""
     toml_path = root / "patchset.toml"
@@ -269,4 +296,5 @@ def load_patchset(root: Path) -> Patchset:
         root=root,
         digest=digest.hexdigest(),
         series=tuple(series),
+        smoke_root=smoke_root_for(root, meta, where),
     )

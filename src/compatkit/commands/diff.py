@@ -247,9 +247,11 @@ def _write_patchset(
             toml.write_text(authoring.append_to_series(old, patch_rel), "utf-8")
         authoring.write_new(root / patch_rel, text)
         written.append((root / patch_rel, None))
-        if not (root / smoke_rel).exists():
-            authoring.write_new(root / smoke_rel, authoring.smoke_stub(patch_id, _modules(paths)))
-            written.append((root / smoke_rel, None))
+        smoke_root = target.existing.smoke_root if target.existing else root  # smoke-from
+        if not (smoke_root / smoke_rel).exists():
+            stub = authoring.smoke_stub(patch_id, _modules(paths))
+            authoring.write_new(smoke_root / smoke_rel, stub)
+            written.append((smoke_root / smoke_rel, None))
     except FileExistsError as exc:
         _undo(written)
         raise CompatkitError(f"{exc.filename} already exists; choose another --id") from None

@@ -18,9 +18,9 @@ from packaging.version import Version
 
 from compatkit.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.engine import HunkMismatch, apply_file
-from compatkit.errors import CompatkitError
+from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.output import Output
-from compatkit.patchset import REQUIRED_FIELDS, Patch, parse_patch
+from compatkit.patchset import REQUIRED_FIELDS, Patch, parse_patch, smoke_root_for
 from compatkit.paths import check_relpath
 from compatkit.port import syntax_error
 from compatkit.registry import Registry
@@ -57,6 +57,7 @@ class _Lint:
         self.patches: list[Patch] = []
         self.distribution = ""
         self.specifier: SpecifierSet | None = None
+        self.smoke_root = root
 
     def problem(self, text: str) -> None:
         self.problems.append(text)
@@ -79,6 +80,10 @@ class _Lint:
             self.problem(
                 f"patchset.toml: name {meta.get('name')!r} differs from {self.root.name!r}"
             )
+        try:
+            self.smoke_root = smoke_root_for(self.root, meta, "patchset.toml")
+        except PatchFormatError as exc:
+            self.problem(exc.message)
         self.distribution = str(target.get("distribution", ""))
         try:
             self.specifier = SpecifierSet(str(target.get("specifier", "")))
@@ -139,8 +144,8 @@ class _Lint:
         rel = p.fields.get("smoke-test", "").strip()
         if not rel:
             return
-        path = (self.root / rel).resolve()
-        if not path.is_relative_to(self.root.resolve()) or not path.is_file():
+        path = (self.smoke_root / rel).resolve()
+        if not path.is_relative_to(self.smoke_root.resolve()) or not path.is_file():
             self.problem(f"{label}: smoke test {rel} is missing")
             return
         text = path.read_text("utf-8", "replace")

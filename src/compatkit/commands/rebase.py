@@ -55,8 +55,8 @@ def _write(
 ) -> dict[str, list[str]]:
     """Write the new patchset directory; return the conflict files of each conflicting patch."""
     dest.mkdir(parents=True)
-    if (ps.root / "smoke").is_dir():
-        shutil.copytree(ps.root / "smoke", dest / "smoke")
+    if (ps.smoke_root / "smoke").is_dir():  # the rebased patchset gets its own copy
+        shutil.copytree(ps.smoke_root / "smoke", dest / "smoke")
     series, conflicts = [], {}
     for entry, patch, port in zip(ps.series, ps.patches, ports, strict=True):
         header = _header(patch)

@@ -22,7 +22,8 @@ def _select(ps: Patchset, ids: list[str]) -> list[Patch]:
     if unknown:
         raise UsageError(f"{ps.name} has no patch {', '.join(unknown)} (ids: {', '.join(ps.ids)})")
     selected = [p for p in ps.patches if not ids or p.id in ids]
-    missing = [p.id for p in selected if not (ps.root / p.fields.get("smoke-test", "-")).is_file()]
+    base = ps.smoke_root
+    missing = [p.id for p in selected if not (base / p.fields.get("smoke-test", "-")).is_file()]
     if missing:
         raise CompatkitError(f"{ps.name}: no smoke test file for {', '.join(missing)}")
     return selected
@@ -64,7 +65,7 @@ def run_smoke(
     ps: Patchset, env: Environment, selected: list[Patch], show_output: bool
 ) -> tuple[int, dict[str, SmokeResult]]:
     """Run the selected patches' smoke tests in one pytest process in the target."""
-    files = [str(ps.root / p.fields["smoke-test"]) for p in selected]
+    files = [str(ps.smoke_root / p.fields["smoke-test"]) for p in selected]
     with tempfile.TemporaryDirectory(prefix="compatkit-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [
@@ -76,7 +77,7 @@ def run_smoke(
             "-c",
             os.devnull,
             "--rootdir",
-            str(ps.root / "smoke"),
+            str(ps.smoke_root / "smoke"),
             f"--junitxml={junit}",
             "-q",
             *files,
