@@ -148,11 +148,21 @@ class Demo:
     wheel: Path
     capsys: pytest.CaptureFixture[str]
 
+    def command(self, *args: str) -> list[str]:
+        """The command line that runs compatkit in a child process against this demo."""
+        return compatkit_command(self.venv, self.patchsets, *args)
+
     def run(self, *args: str) -> tuple[int, str, str]:
         """Run the CLI in-process against this venv and patchset directory."""
         return run_cli(
             self.capsys, "--python", self.venv.python, "--patchset-dir", str(self.patchsets), *args
         )
+
+
+def compatkit_command(venv: Venv, patchsets: Path, *args: str) -> list[str]:
+    """``python -m compatkit --python VENV --patchset-dir DIR ARGS...`` for a child process."""
+    base = [sys.executable, "-m", "compatkit", "--python", venv.python]
+    return [*base, "--patchset-dir", str(patchsets), *args]
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

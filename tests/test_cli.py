@@ -93,17 +93,7 @@ def test_interrupt_exit_130(
 def test_no_color_and_no_tracebacks_in_a_terminal_like_run(demo: Demo) -> None:
     env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "1", "TERM": "xterm-256color"}
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compatkit",
-            "--python",
-            demo.venv.python,
-            "--patchset-dir",
-            str(demo.patchsets),
-            "status",
-            "demo-fix",
-        ],
+        demo.command("status", "demo-fix"),
         capture_output=True,
         text=True,
         env=env,
@@ -113,15 +103,7 @@ def test_no_color_and_no_tracebacks_in_a_terminal_like_run(demo: Demo) -> None:
 
 
 def test_eight_concurrent_runs_serialise(demo: Demo) -> None:
-    base = [
-        sys.executable,
-        "-m",
-        "compatkit",
-        "--python",
-        demo.venv.python,
-        "--patchset-dir",
-        str(demo.patchsets),
-    ]
+    base = demo.command()
     pristine = demo.venv.snapshot()
     verbs = ["apply", "revert", "verify", "apply", "apply", "revert", "verify", "apply"]
     procs = [

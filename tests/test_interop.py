@@ -8,27 +8,17 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import DEMO_FILES, UV, Demo, Venv, build_wheel, write_patchset
+from conftest import DEMO_FILES, UV, Demo, Venv, build_wheel, compatkit_command, write_patchset
 
 
 def cli(venv: Venv, patchsets: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     """compatkit in a child process (so rlimits and namespaces stay out of pytest)."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "compatkit",
-        "--python",
-        venv.python,
-        "--patchset-dir",
-        str(patchsets),
-        *args,
-    ]
+    cmd = compatkit_command(venv, patchsets, *args)
     return subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload,no-any-return]
 
 
@@ -158,15 +148,7 @@ def test_read_only_site_packages(demo: Demo) -> None:
         "-c",
         script,
         "sh",
-        sys.executable,
-        "-m",
-        "compatkit",
-        "--python",
-        demo.venv.python,
-        "--patchset-dir",
-        str(demo.patchsets),
-        "apply",
-        "demo-fix",
+        *demo.command("apply", "demo-fix"),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
