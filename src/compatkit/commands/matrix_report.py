@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +90,22 @@ def _markdown(cells: list[dict[str, Any]], columns: list[str], rows: list[list[s
             "| cell | patch | first failure |",
             "|---|---|---|",
         ]
-        lines += [
-            f"| {cell} | {e['id']} | {e['reason'].replace('|', '/')} |" for cell, _, e in reasons
-        ]
+        lines += [f"| {cell} | {e['id']} | {_stable(e['reason'])} |" for cell, _, e in reasons]
     return "\n".join(lines) + "\n"
+
+
+_TMP = re.compile(r"\S*/pytest-of-[^/\s]+/pytest-\d+/")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _stable(reason: str) -> str:
+    """A failure message as the report shows it: pytest's temp paths and object addresses,
+    which differ on every run, replaced, so a re-run changes the report only where results do.
+
+    >>> _stable("no file /tmp/pytest-of-root/pytest-41/t0/m (<Scheduler object at 0x7f1>) | x")
+    'no file <tmp>/t0/m (<Scheduler object>) / x'
+    """
+    return _ADDRESS.sub("", _TMP.sub("<tmp>/", reason)).replace("|", "/")
 
 
 def report(
