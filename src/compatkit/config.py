@@ -19,11 +19,6 @@ from compatkit import cache
 from compatkit.errors import PatchFormatError, UsageError
 from compatkit.value import Value
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
-
 POLICIES = ("strict", "warn")
 
 

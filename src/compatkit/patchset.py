@@ -112,6 +112,10 @@ class Patchset(Value):
                 raise PatchFormatError(f"{where}: bad specifier: {exc}") from None
         return self._specifier
 
+    def smoke_file(self, patch: Patch) -> Path:
+        """Where ``patch``'s smoke test is (its own ``smoke/``, or the smoke-from sibling's)."""
+        return self.smoke_root / patch.fields.get("smoke-test", "-")
+
     @property
     def target(self) -> str:
         """``distribution`` + specifier as packaging prints it; a single clause needs no parse."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
-from compatkit.errors import CompatkitError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.patchset import Patch, Patchset
 from compatkit.paths import resolve_inside
 from compatkit.records import Record, Row, hash_bytes, row_for
@@ -35,9 +35,12 @@ class Overlay:
         self._root = str(dist.root)  # os.path on hot paths: pathlib costs µs per call
         self.data: dict[str, bytes | None] = {}
         self.mtimes: dict[str, int] = {}
-        self.record: Record = dist.read_record()
-        self._original_record = self.record
         self._disk: dict[str, bytes | None] = {}  # each file is read once (under the lock)
+        raw_record = self.disk(dist.record_relpath)  # kept: the journal needs it too
+        if raw_record is None:
+            raise UsageError(f"{dist.name} {dist.version} has no RECORD file")
+        self.record = Record.parse(raw_record)
+        self._original_record = self.record
         self._planned_pycs: dict[str, set[str]] = {}  # "dir/__pycache__/stem." -> pyc paths
         self._pycaches: dict[str, dict[str, list[str]]] = {}  # "dir/__pycache__" -> stem -> pycs
         self.moves: dict[str, str] = {}  # renames: source -> destination
@@ -56,16 +59,14 @@ class Overlay:
             return self.disk(self._moved_to[relpath])
         return None if relpath in self.moves else self.disk(relpath)
 
-    # Rename destinations are fresh names (see free_name), so no rename waits for another to
-    # vacate its destination. A chain (a re-apply moving on a pyc that the revert half just
-    # moved back) becomes one rename.
-
     def exists(self, relpath: str) -> bool:
         """Whether ``relpath`` will exist, without reading it if it is only on disk."""
         if relpath in self.data:
             return self.data[relpath] is not None
-        if relpath in self._moved_to or relpath in self.moves:
-            return relpath in self._moved_to
+        if relpath in self._moved_to:
+            return True
+        if relpath in self.moves:
+            return False
         if relpath in self._disk:
             return self._disk[relpath] is not None
         return os.path.isfile(os.path.join(self._root, relpath))
@@ -90,7 +91,12 @@ class Overlay:
                 return name
 
     def move(self, source: str, dest: str) -> None:
-        """Rename ``source`` (a file on disk) to ``dest``, replacing whatever ``dest`` holds."""
+        """Rename ``source`` (a file on disk) to ``dest``, replacing whatever ``dest`` holds.
+
+        Destinations are fresh names (see free_name), so no rename waits for another to vacate
+        its destination. A chain (a re-apply moving on a pyc that the revert half just moved
+        back) becomes one rename.
+        """
         if source in self._moved_to:  # source is itself arriving by a rename: redirect that
             first = self._moved_to.pop(source)
             del self.moves[first]
@@ -149,7 +155,8 @@ class Overlay:
             if rel in self.mtimes or self.disk(rel) != data
         ]
         if self.record != self._original_record:
-            out.append(Change(self.dist.record_relpath, self.record.render()))
+            rel = self.dist.record_relpath
+            out.append(Change(rel, self.record.render(), before=self.disk(rel), before_known=True))
         for dest in self._moved_to:
             if dest not in self.moves and os.path.lexists(os.path.join(self._root, dest)):
                 out.append(Change(dest, None, before=self.disk(dest), before_known=True))
@@ -207,9 +214,8 @@ def _restore_rows(record: Record, drop: set[str], rows: list[tuple[int | None, s
     record = record.without(drop | {Row.from_raw(raw).path for _, raw in rows if raw})
     known = sorted((i, raw) for i, raw in rows if raw and i is not None)
     record = record.insert_all([(i, Row.from_raw(raw)) for i, raw in known])
-    for index, raw in [(i, raw) for i, raw in rows if raw and i is None]:
-        record = record.insert(index, Row.from_raw(raw))
-    return record
+    unplaced = [Row.from_raw(raw) for i, raw in rows if raw and i is None]  # older states
+    return record.edit({}, set(), unplaced) if unplaced else record
 
 
 def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[str]:

@@ -95,20 +95,19 @@ class Dist(Value):
 
 
 class Environment(Value):
-    __slots__ = ("executable", "paths", "cache_tag", "probed_markers", "_markers")
+    __slots__ = ("executable", "paths", "cache_tag", "_markers")
 
     def __init__(
         self,
         executable: str,
         paths: tuple[str, ...],
         cache_tag: str | None,
-        probed_markers: dict[str, str] | None = None,
+        markers: dict[str, str] | None = None,  # probed; None: our own, computed on first use
     ) -> None:
         self.executable = executable
         self.paths = paths
         self.cache_tag = cache_tag
-        self.probed_markers = probed_markers
-        self._markers = probed_markers
+        self._markers = markers
 
     @property
     def markers(self) -> dict[str, str]:
@@ -179,7 +178,6 @@ class Environment(Value):
         metadata, a path entry that is not a directory) returns ``(False, None)``: ask the
         library.
         """
-        key = wanted.replace("-", "_")
         for base in self.paths:
             try:
                 children = os.listdir(base)
@@ -191,7 +189,7 @@ class Environment(Value):
                 c
                 for c in children
                 if c.lower().endswith((".dist-info", ".egg-info"))
-                and canonical_name(c.rpartition(".")[0].partition("-")[0]).replace("-", "_") == key
+                and canonical_name(c.rpartition(".")[0].partition("-")[0]) == wanted
             ]
             if not hits:
                 continue
@@ -208,15 +206,13 @@ class Environment(Value):
 
         # name= takes importlib-metadata's fast path: it matches normalised folder names
         # instead of reading every distribution's METADATA.
-        for dist in importlib_metadata.distributions(name=wanted, path=list(self.paths)):
-            meta = _headers(dist.read_text("METADATA") or "")
-            meta_name, version = meta.get("name"), meta.get("version")
-            if not meta_name or not version or canonical_name(meta_name) != wanted:
-                continue
-            info = Path(str(getattr(dist, "_path", "")))
+        for found in importlib_metadata.distributions(name=wanted, path=list(self.paths)):
+            info = Path(str(getattr(found, "_path", "")))
             if not info.name.endswith(".dist-info"):
                 continue  # egg-info installs have no RECORD to own files with
-            return Dist(meta_name, version, info, info.parent)
+            dist = Dist.at(info)
+            if dist is not None and canonical_name(dist.name) == wanted:
+                return dist
         return None
 
     def require(self, name: str) -> Dist:

@@ -22,8 +22,7 @@ def _select(ps: Patchset, ids: list[str]) -> list[Patch]:
     if unknown:
         raise UsageError(f"{ps.name} has no patch {', '.join(unknown)} (ids: {', '.join(ps.ids)})")
     selected = [p for p in ps.patches if not ids or p.id in ids]
-    base = ps.smoke_root
-    missing = [p.id for p in selected if not (base / p.fields.get("smoke-test", "-")).is_file()]
+    missing = [p.id for p in selected if not ps.smoke_file(p).is_file()]
     if missing:
         raise CompatkitError(f"{ps.name}: no smoke test file for {', '.join(missing)}")
     return selected
@@ -65,7 +64,7 @@ def run_smoke(
     ps: Patchset, env: Environment, selected: list[Patch], show_output: bool
 ) -> tuple[int, dict[str, SmokeResult]]:
     """Run the selected patches' smoke tests in one pytest process in the target."""
-    files = [str(ps.smoke_root / p.fields["smoke-test"]) for p in selected]
+    files = [str(ps.smoke_file(p)) for p in selected]
     with tempfile.TemporaryDirectory(prefix="compatkit-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [
