@@ -149,6 +149,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("patchset", nargs="*", help="default: the project's [tool.compatkit] set")
     p.add_argument("--pristine", metavar="DIST", help="check a whole distribution against RECORD")
 
+    p = add("recover", "roll back (or --discard) what an interrupted compatkit run left")
+    p.add_argument("distribution", nargs="*", help="default: every one that holds a journal")
+    p.add_argument(
+        "--discard",
+        action="store_true",
+        help="delete the journal without restoring anything (the files stay as they are)",
+    )
+
     p = add("status", "show each patch's state in the target environment")
     p.add_argument("patchset", nargs="*")
 
@@ -275,6 +283,10 @@ def _dispatch(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> in
         from compatkit.commands.explain import explain
 
         return explain(registry, env, args.query, out)
+    if cmd == "recover":
+        from compatkit.commands.recover import recover
+
+        return recover(env, args.distribution, args.discard, out)
     return _dispatch_more(args, registry, env, out)
 
 

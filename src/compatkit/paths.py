@@ -22,8 +22,12 @@ def _refuse(path: str, why: str) -> CompatkitError:
     return CompatkitError(f"refused path {path!r}: {why}")
 
 
-def check_relpath(path: str) -> None:
-    """Refuse anything but a plain, relative, forward-slash path below the root."""
+def check_relpath(path: str, own_metadata: str | None = None) -> None:
+    """Refuse anything but a plain, relative, forward-slash path below the root.
+
+    Paths into package metadata are refused, except below ``own_metadata`` (the ``.dist-info``
+    folder whose RECORD, state and backups compatkit itself writes).
+    """
     if not path:
         raise _refuse(path, "it is empty")
     if any(ch in path for ch in "\x00\r\n"):
@@ -39,7 +43,8 @@ def check_relpath(path: str) -> None:
         raise _refuse(path, "it contains '..'")
     if any(p in ("", ".") for p in parts):
         raise _refuse(path, "it has an empty or '.' component")
-    if any(p.endswith(_METADATA_SUFFIXES) for p in parts[:-1]):
+    inner = parts[1:-1] if own_metadata is not None and parts[0] == own_metadata else parts[:-1]
+    if any(p.endswith(_METADATA_SUFFIXES) for p in inner):
         raise _refuse(path, "it points into package metadata")
     try:
         path.encode("utf-8")
@@ -47,7 +52,9 @@ def check_relpath(path: str) -> None:
         raise _refuse(path, "it is not valid UTF-8") from None
 
 
-def resolve_inside(root: Path, path: str, dirs_ok: set[str] | None = None) -> Path:
+def resolve_inside(
+    root: Path, path: str, dirs_ok: set[str] | None = None, own_metadata: str | None = None
+) -> Path:
     """``root / path``, refusing symlinks anywhere between root and the file, and any
     existing component that is not a directory (or, last, not a regular file).
 
@@ -56,7 +63,7 @@ def resolve_inside(root: Path, path: str, dirs_ok: set[str] | None = None) -> Pa
     repeat one lstat per component per file: ≈ 60 ms for 1,000 files, benchmark P2).
     ``dirs_ok`` remembers the directories already checked, across calls on one root.
     """
-    check_relpath(path)
+    check_relpath(path, own_metadata)
     parts = path.split("/")
     base = str(root)
     for i in range(1, len(parts) + 1):

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from compatkit import journal, rollback_check
 from compatkit.errors import CompatkitError
 from compatkit.target import Dist
 from compatkit.value import Value
@@ -134,45 +134,48 @@ def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int])
     """Save every "before" state in one blob file plus an index (one file, not one per change).
 
     ``modes`` gets the permission bits of every file that exists, for the writes to keep.
+    Each entry also carries the SHA-256 of its saved and of its new bytes, so a recovery can
+    check both the journal and the disk before it writes (see :mod:`compatkit.journal`).
     """
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
     _rmtree(tmp)
     tmp.mkdir(parents=True)
-    entries: list[dict[str, object]] = []
-    offset = 0
+    entries: list[journal.Entry] = []
     with open(tmp / "blobs", "wb") as blobs:
         root = str(dist.root)
         for change in changes:
-            target = os.path.join(root, change.relpath)
-            entry: dict[str, object] = {"path": change.relpath, "before": None}
             if change.move_to is not None:
-                entries.append({"path": change.relpath, "move_to": change.move_to})
+                entries.append(journal.Entry(change.relpath, move_to=change.move_to))
                 continue
-            try:
-                if change.before_known and change.before is None:
-                    raise FileNotFoundError(target)
-                st = os.lstat(target)
-                if change.before_known:
-                    data = change.before
-                else:
-                    with open(target, "rb") as fh:
-                        data = fh.read()
-                assert data is not None
-            except FileNotFoundError:
-                entries.append(entry)
+            after = None if change.data is None else journal.sha256(change.data)
+            data, st = _before(os.path.join(root, change.relpath), change)
+            if data is None or st is None:
+                entries.append(journal.Entry(change.relpath, after_sha=after))
                 continue
             blobs.write(data)
             modes[change.relpath] = mode = stat.S_IMODE(st.st_mode)
-            entry.update(before=[offset, len(data)], mode=mode, mtime_ns=st.st_mtime_ns)
-            offset += len(data)
-            entries.append(entry)
+            entries.append(journal.Entry(change.relpath, data, after, mode, st.st_mtime_ns))
             _step()
-    (tmp / "journal.json").write_text(json.dumps({"entries": entries}))
+    (tmp / "journal.json").write_bytes(journal.index(dist.dist_info.name, entries))
     _sync_fs(tmp)
     final = dist.dist_info / JOURNAL
     os.replace(tmp, final)
     _step()
     return final
+
+
+def _before(target: str, change: Change) -> tuple[bytes | None, os.stat_result | None]:
+    """The bytes and stat of ``target`` now (None, None: it does not exist)."""
+    try:
+        if change.before_known and change.before is None:
+            return None, None
+        st = os.lstat(target)
+        if change.before_known:
+            return change.before, st
+        with open(target, "rb") as fh:
+            return fh.read(), st
+    except FileNotFoundError:
+        return None, None
 
 
 def _apply_change(
@@ -253,13 +256,16 @@ def _write_error(dist: Dist, exc: OSError) -> CompatkitError:
     return CompatkitError(f"cannot write {where}: {exc.strerror}; nothing was changed")
 
 
-def _rollback(dist: Dist, journal: Path) -> None:
-    data = json.loads((journal / "journal.json").read_text())
-    blobs = (journal / "blobs").read_bytes()
-    for entry in reversed(data["entries"]):
-        target = dist.root / entry["path"]
-        if "move_to" in entry:
-            moved = dist.root / entry["move_to"]
+def _rollback(dist: Dist, folder: Path) -> None:
+    """Check the journal and the disk, then restore every journaled file (or write nothing)."""
+    entries = _load_journal(dist, folder)
+    problems = rollback_check.disk_problems(dist, entries)
+    if problems:
+        raise journal.JournalError(problems[0], problems[1:])
+    for entry in reversed(entries):
+        target = dist.root / entry.path
+        if entry.move_to is not None:
+            moved = dist.root / entry.move_to
             # the rename happened if the source is gone and the destination is there (before
             # it, the destination may hold a file a later entry of this journal deletes)
             if os.path.lexists(moved) and not os.path.lexists(target):
@@ -269,26 +275,68 @@ def _rollback(dist: Dist, journal: Path) -> None:
             continue
         with contextlib.suppress(FileNotFoundError):
             os.unlink(_tmp_for(str(target)))
-        if entry["before"] is None:
+        if entry.before is None:
             with contextlib.suppress(FileNotFoundError):
                 target.unlink()
             _prune_empty_dirs(target.parent, dist)
             continue
-        start, length = entry["before"]
-        blob = blobs[start : start + length]
+        assert entry.mode is not None
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(str(target), blob, entry["mode"], entry["mtime_ns"])
+        write_atomic(str(target), entry.before, entry.mode, entry.mtime_ns)
     _sync_fs(dist.root)
-    _finish(journal)
+    _finish(folder)
+
+
+def _load_journal(dist: Dist, folder: Path) -> list[journal.Entry]:
+    """The journal's entries; it is a real folder of two regular files (no symlinks)."""
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        raise journal.JournalError("it is not a folder (a symlink?)")
+    parts = []
+    for name in ("journal.json", "blobs"):
+        try:
+            fd = os.open(folder / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            raise journal.JournalError(f"cannot read its {name}: {exc.strerror}") from None
+        with os.fdopen(fd, "rb") as fh:
+            parts.append(fh.read())
+    return journal.parse(parts[0], parts[1], dist.dist_info.name)
 
 
 def recover(dist: Dist) -> bool:
-    """Finish or roll back an interrupted transaction. True if there was one to roll back."""
+    """Finish or roll back an interrupted transaction. True if there was one to roll back.
+
+    A journal that fails any check (see :mod:`compatkit.journal` and
+    :func:`compatkit.rollback_check.disk_problems`) is refused: nothing is written, and every
+    command on this distribution stops with one line until ``compatkit recover --discard``.
+    """
     info = dist.dist_info
     _rmtree(info / f"{JOURNAL}.tmp")
     _rmtree(info / f"{JOURNAL}.del")
-    journal = info / JOURNAL
-    if not journal.exists():
+    folder = info / JOURNAL
+    if not os.path.lexists(folder):
         return False
-    _rollback(dist, journal)
+    try:
+        _rollback(dist, folder)
+    except journal.JournalError as exc:
+        raise journal.JournalError(
+            f"refused {folder} (left by an interrupted compatkit run): {exc.message}; nothing "
+            f"was written. Inspect it, then 'compatkit recover --discard {dist.name}' deletes "
+            "it and leaves the files as they are",
+            exc.problems,
+        ) from None
+    return True
+
+
+def discard(dist: Dist) -> bool:
+    """Delete an interrupted transaction's journal without restoring anything."""
+    info = dist.dist_info
+    _rmtree(info / f"{JOURNAL}.tmp")
+    _rmtree(info / f"{JOURNAL}.del")
+    folder = info / JOURNAL
+    if not os.path.lexists(folder):
+        return False
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        os.unlink(folder)  # a symlink or a file: remove the name, never what it points to
+        return True
+    _finish(folder)
     return True

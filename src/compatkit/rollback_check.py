@@ -1,0 +1,90 @@
+"""What the disk must look like before a recovery may write (reads only).
+
+A journal that parsed (:mod:`compatkit.journal`) is still only a claim. Before the rollback
+writes a byte, every path it names must:
+
+- resolve inside the site-packages root through real directories, never a symlink
+  (:func:`compatkit.paths.resolve_inside`), and end at a regular file or at nothing;
+- belong to the distribution: compatkit's own files in its ``.dist-info``, a file RECORD
+  lists, or a file inside one of its top-level packages (new files, moved bytecode);
+- be in the state the interrupted transaction can have left it in: a file holds its
+  "before" or its "after" bytes (atomic replace: nothing in between); a rename either
+  happened or did not.
+
+Anything else means the journal or the files were changed after the crash: the journal is
+refused whole (the caller raises) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+
+from compatkit.errors import CompatkitError
+from compatkit.journal import Entry, sha256
+from compatkit.paths import resolve_inside
+from compatkit.records import Record
+from compatkit.target import Dist
+
+
+def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
+    """Every reason the rollback of ``entries`` must not run (empty: it may)."""
+    raw_record = _read(dist, dist.record_relpath)
+    if not isinstance(raw_record, bytes):
+        return [f"{dist.name} {dist.version} has no readable RECORD"]
+    owned = Record.parse(raw_record).paths()
+    tops = {p.split("/", 1)[0] for p in owned if "/" in p}
+    info = dist.dist_info.name
+    problems: list[str] = []
+    dirs_ok: set[str] = set()
+    for entry in entries:
+        for path in (entry.path, entry.move_to):
+            if path is None:
+                continue
+            try:
+                resolve_inside(dist.root, path, dirs_ok, own_metadata=info)
+            except CompatkitError as exc:
+                problems.append(exc.message)
+                continue
+            top = path.split("/", 1)[0]
+            if top != info and path not in owned and (top not in tops or top.endswith(".data")):
+                problems.append(f"{path} is not a file of {dist.name}")
+    if not problems:
+        problems = _state_problems(dist, entries)
+    return problems
+
+
+def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:
+    problems: list[str] = []
+    moved_in = {e.move_to: e.path for e in entries if e.move_to is not None}
+    for entry in entries:
+        if entry.move_to is not None:
+            source, dest = _exists(dist, entry.path), _exists(dist, entry.move_to)
+            if not source and not dest:
+                problems.append(f"{entry.path} and its new name {entry.move_to} are both gone")
+            continue
+        mover = moved_in.get(entry.path)
+        if mover is not None and not _exists(dist, mover):
+            continue  # a rename put another file here after this entry cleared the name
+        now = _read(dist, entry.path)
+        if isinstance(now, str):
+            problems.append(now)
+            continue
+        now_sha = None if now is None else sha256(now)
+        if now_sha not in (entry.before_sha, entry.after_sha):
+            problems.append(
+                f"{entry.path} holds neither its saved bytes nor the ones the interrupted "
+                "run wrote: it was changed after the crash"
+            )
+    return problems
+
+
+def _exists(dist: Dist, relpath: str) -> bool:
+    return os.path.lexists(os.path.join(dist.root, relpath))
+
+
+def _read(dist: Dist, relpath: str) -> bytes | str | None:
+    """The bytes at ``relpath`` (None: absent), or a problem line (str) if unreadable."""
+    try:
+        return dist.read(relpath)
+    except CompatkitError as exc:
+        return exc.message
