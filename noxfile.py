@@ -45,6 +45,7 @@ def reliability(session: nox.Session) -> None:
         "no:cacheprovider",
         "-s",
         "tests/test_crash.py",
+        "tests/test_journal.py",
         "tests/test_fuzz.py",
         "tests/test_concurrency.py",
         "tests/test_security.py",
