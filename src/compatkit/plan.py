@@ -8,12 +8,9 @@ one on the same overlay, so both land in one transaction.
 
 from __future__ import annotations
 
-import os
-
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.patchset import Patch, Patchset
-from compatkit.paths import resolve_inside
 from compatkit.records import Record, Row, hash_bytes, row_for
 from compatkit.state import (
     FileState,
@@ -26,13 +23,17 @@ from compatkit.state import (
 from compatkit.target import Dist
 from compatkit.txn import Change
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compatkit.files import Files
+
 
 class Overlay:
     """The target distribution's files as a transaction would leave them."""
 
-    def __init__(self, dist: Dist) -> None:
+    def __init__(self, dist: Dist, files: Files | None = None) -> None:
         self.dist = dist
-        self._root = str(dist.root)  # os.path on hot paths: pathlib costs µs per call
+        self.files = dist.files if files is None else files  # every read goes through it
         self.data: dict[str, bytes | None] = {}
         self.mtimes: dict[str, int] = {}
         self._disk: dict[str, bytes | None] = {}  # each file is read once (under the lock)
@@ -49,7 +50,7 @@ class Overlay:
 
     def disk(self, relpath: str) -> bytes | None:
         if relpath not in self._disk:
-            self._disk[relpath] = self.dist.read(relpath)
+            self._disk[relpath] = self.files.read(relpath)
         return self._disk[relpath]
 
     def read(self, relpath: str) -> bytes | None:
@@ -69,7 +70,7 @@ class Overlay:
             return False
         if relpath in self._disk:
             return self._disk[relpath] is not None
-        return os.path.isfile(os.path.join(self._root, relpath))
+        return self.files.is_file(relpath)
 
     def write(self, relpath: str, data: bytes | None, mtime_ns: int | None = None) -> None:
         if relpath in self._moved_to or relpath in self.moves:
@@ -86,7 +87,7 @@ class Overlay:
             name = pattern.format(n)
             n += 1
             taken = name in self.data or name in self.moves or name in self._moved_to
-            if not taken and not os.path.lexists(os.path.join(self._root, name)):
+            if not taken and not self.files.lexists(name):
                 self._free[pattern] = n
                 return name
 
@@ -100,7 +101,7 @@ class Overlay:
         if source in self._moved_to:  # source is itself arriving by a rename: redirect that
             first = self._moved_to.pop(source)
             del self.moves[first]
-            if os.path.lexists(os.path.join(self._root, source)):
+            if self.files.lexists(source):
                 self.data[source] = None  # what is on disk there still goes
             source = first
         if source == dest:  # moved back and out again: it just stays
@@ -137,11 +138,7 @@ class Overlay:
         index = self._pycaches.get(cache)
         if index is None:
             index = {}
-            try:
-                names = os.listdir(os.path.join(self._root, cache))
-            except (FileNotFoundError, NotADirectoryError):
-                names = []
-            for n in names:
+            for n in self.files.listdir(cache):
                 if n.endswith(".pyc") and n.count(".") >= 2:
                     index.setdefault(n.split(".", 1)[0], []).append(f"{cache}/{n}")
             self._pycaches[cache] = index
@@ -158,7 +155,7 @@ class Overlay:
             rel = self.dist.record_relpath
             out.append(Change(rel, self.record.render(), before=self.disk(rel), before_known=True))
         for dest in self._moved_to:
-            if dest not in self.moves and os.path.lexists(os.path.join(self._root, dest)):
+            if dest not in self.moves and self.files.lexists(dest):
                 out.append(Change(dest, None, before=self.disk(dest), before_known=True))
         out += [Change(src, None, move_to=dest) for src, dest in self.moves.items()]
         return out
@@ -226,7 +223,7 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
     for patch in patches:
         for fd in patch.files:
             try:
-                resolve_inside(ov.dist.root, fd.path, dirs_ok)
+                ov.files.check_inside(fd.path, dirs_ok)
             except CompatkitError as exc:
                 problems.append(f"{patch.id}: {exc.message}")
                 continue
@@ -295,7 +292,7 @@ def _record_changes(
         fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
         if original is not None:
             fs.backup, fs.backup_offset, fs.backup_size = archive.add(original)
-            fs.mtime_ns = ov.mtimes.get(path) or os.stat(os.path.join(ov._root, path)).st_mtime_ns
+            fs.mtime_ns = ov.mtimes.get(path) or ov.files.mtime_ns(path)
         row = ov.record.get(path)
         if row is not None:
             fs.record_row, fs.record_index = row.raw, start.index(path)

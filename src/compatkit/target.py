@@ -14,7 +14,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from compatkit.errors import CompatkitError, UsageError
+from compatkit.errors import UsageError
+from compatkit.files import DiskFiles
 from compatkit.names import canonical_name
 from compatkit.records import Record
 from compatkit.value import Value
@@ -48,13 +49,21 @@ print(json.dumps({
 class Dist(Value):
     """One installed distribution: its metadata directory and the root its RECORD is under."""
 
-    __slots__ = ("name", "version", "dist_info", "root")
+    __slots__ = ("name", "version", "dist_info", "root", "_files")
 
     def __init__(self, name: str, version: str, dist_info: Path, root: Path) -> None:
         self.name = name
         self.version = version
         self.dist_info = dist_info
         self.root = root
+        self._files: DiskFiles | None = None
+
+    @property
+    def files(self) -> DiskFiles:
+        """Reads below the root (see :mod:`compatkit.files`)."""
+        if self._files is None:
+            self._files = DiskFiles(self.root)
+        return self._files
 
     @classmethod
     def at(cls, info: Path) -> Dist | None:
@@ -82,16 +91,7 @@ class Dist(Value):
 
     def read(self, relpath: str) -> bytes | None:
         """The bytes at ``relpath`` below the root, None if absent; never outside the root."""
-        if relpath.startswith("/") or ".." in relpath.split("/"):
-            raise CompatkitError(f"refused path {relpath!r}: it leaves site-packages")
-        try:
-            with open(os.path.join(self.root, relpath), "rb") as fh:
-                return fh.read()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
-            reason = getattr(exc, "strerror", None) or str(exc)
-            raise CompatkitError(f"cannot read {relpath!r}: {reason}") from None
+        return self.files.read(relpath)
 
 
 class Environment(Value):
