@@ -112,7 +112,8 @@ def append_to_series(toml_text: str, entry: str) -> str:
 
 
 def write_new(path: Path, text: str) -> None:
-    """Create ``path``; refuse to overwrite an existing file."""
+    """Create ``path`` atomically; refuse to overwrite an existing file (FileExistsError)."""
+    from compatkit import atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("x", encoding="utf-8", errors="surrogateescape", newline="\n") as fh:
-        fh.write(text)
+    atomic.write_text(path, text, exclusive=True)

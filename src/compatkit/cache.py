@@ -61,14 +61,11 @@ def store(path: Path | None, data: dict[str, object]) -> None:
             return  # NaN: not exactly representable
     except (TypeError, ValueError):
         return  # dates and times
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    from compatkit import atomic
+
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        atomic.write(path, text.encode())
 
 
 def toml_loads(raw: bytes) -> dict[str, object]:

@@ -25,13 +25,13 @@ import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from compatkit import journal, rollback_check
+from compatkit import atomic, journal, rollback_check
 from compatkit.errors import CompatkitError
 from compatkit.target import Dist
 from compatkit.value import Value
 
 JOURNAL = "compatkit-journal"
-TMP_SUFFIX = ".compatkit-tmp"
+TMP_SUFFIX = atomic.TMP_SUFFIX
 _steps = 0
 
 
@@ -93,30 +93,9 @@ def _rmtree(path: Path, ignore_errors: bool = True) -> None:
         shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
-def _tmp_for(path: str) -> str:
-    head, tail = os.path.split(path)
-    return os.path.join(head, f".{tail}{TMP_SUFFIX}")
-
-
 def write_atomic(path: str, data: bytes, mode: int, mtime_ns: int | None = None) -> None:
-    tmp = _tmp_for(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(tmp, flags, 0o600)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-        if mtime_ns is not None:
-            os.utime(tmp, ns=(mtime_ns, mtime_ns))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """A temp file beside ``path`` (exclusive, unpredictable name), then ``os.replace``."""
+    atomic.write(path, data, mode, mtime_ns)
 
 
 @contextlib.contextmanager
@@ -273,8 +252,7 @@ def _rollback(dist: Dist, folder: Path) -> None:
                 os.rename(moved, target)
                 _prune_empty_dirs(moved.parent, dist)
             continue
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(_tmp_for(str(target)))
+        atomic.remove_temps(str(target))
         if entry.before is None:
             with contextlib.suppress(FileNotFoundError):
                 target.unlink()

@@ -36,6 +36,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from compatkit import atomic
 from compatkit.errors import CompatkitError
 from compatkit.records import Record, hash_bytes
 
@@ -296,7 +297,7 @@ class WheelSource:
         target = tmp / str(f["filename"])
         try:
             with urllib.request.urlopen(str(f["url"]), timeout=600) as resp:
-                target.write_bytes(resp.read())
+                atomic.write(target, resp.read())
         except Exception as exc:
             raise CompatkitError(f"cannot download {f['filename']}: {exc}") from None
         expected = f.get("hashes", {})

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from compatkit import authoring, txn
+from compatkit import atomic, authoring, txn
 from compatkit.difftext import diff_files
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
@@ -244,7 +244,7 @@ def _write_patchset(
         else:
             old = toml.read_text("utf-8")
             written.append((toml, old))
-            toml.write_text(authoring.append_to_series(old, patch_rel), "utf-8")
+            atomic.write_text(toml, authoring.append_to_series(old, patch_rel))
         authoring.write_new(root / patch_rel, text)
         written.append((root / patch_rel, None))
         smoke_root = target.existing.smoke_root if target.existing else root  # smoke-from
@@ -266,7 +266,7 @@ def _undo(written: list[tuple[Path, str | None]]) -> None:
         if old is None:
             path.unlink(missing_ok=True)
         else:
-            path.write_text(old, "utf-8")
+            atomic.write_text(path, old)
 
 
 def _record_applied(

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from compatkit import atomic
 from compatkit.checks import requirement_problems, textual_status
 from compatkit.commands.apply import apply
 from compatkit.commands.revert import revert
@@ -183,7 +184,7 @@ def run(
         "seconds": round(time.monotonic() - started, 1),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{cell.id}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(doc, indent=2) + "\n")
     out.doc.update(doc)
     for name, entries in results.items():
         out.table(

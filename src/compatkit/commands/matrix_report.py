@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from compatkit import atomic
 from compatkit.errors import UsageError
 from compatkit.output import Output
 
@@ -116,11 +117,11 @@ def report(
     cells = _load(folder, order or [])
     columns, rows = _rows(cells)
     text = _markdown(cells, columns, rows)
-    (folder / "report.md").write_text(text)
-    (folder / "report.json").write_text(json.dumps({"cells": cells}, indent=2) + "\n")
+    atomic.write_text(folder / "report.md", text)
+    atomic.write_text(folder / "report.json", json.dumps({"cells": cells}, indent=2) + "\n")
     if docs is not None:
         docs.parent.mkdir(parents=True, exist_ok=True)
-        docs.write_text(text)
+        atomic.write_text(docs, text)
     out.doc.update(ok=all(c["ok"] for c in cells), cells=[c["cell"] for c in cells], rows=rows)
     out.table("compatibility: patches × cells", columns[1:], [r[1:] for r in rows])
     return 0

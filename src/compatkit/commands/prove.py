@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from compatkit import atomic
 from compatkit.commands.apply import apply
 from compatkit.commands.revert import revert
 from compatkit.commands.smoke import SmokeResult, _require_pytest, _select, run_smoke
@@ -100,10 +101,10 @@ def _write_report(
     folder: Path, name: str, docs: list[dict[str, object]], rows: list[list[str]]
 ) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.json").write_text(json.dumps(docs, indent=2) + "\n")
+    atomic.write_text(folder / f"{name}.json", json.dumps(docs, indent=2) + "\n")
     lines = [
         "| patch | unpatched | all but this patch | patched | verdict |",
         "|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    (folder / f"{name}.md").write_text("\n".join(lines) + "\n")
+    atomic.write_text(folder / f"{name}.md", "\n".join(lines) + "\n")

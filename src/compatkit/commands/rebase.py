@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from compatkit import authoring
+from compatkit import atomic, authoring
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.output import Output
 from compatkit.patchset import Patch, Patchset
@@ -72,7 +72,7 @@ def _write(
             if f.conflict is not None:
                 rel = f"conflicts/{patch.id}/{f.path}"
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                (dest / rel).write_bytes(f.conflict)
+                atomic.write(dest / rel, f.conflict, sync=True)
                 paths.append(rel)
         conflicts[patch.id] = paths
         note = "".join(f"Rebase-Conflict: {p}\n" for p in paths)
