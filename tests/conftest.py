@@ -198,6 +198,4 @@ def _guard_real_site_packages(monkeypatch: pytest.MonkeyPatch) -> None:
             raise AssertionError(f"a test tried to write to the real {dist.root}")
         original(dist, changes)
 
-    monkeypatch.setattr(txn, "commit", guarded)
-    for module in ("compatkit.commands.apply", "compatkit.commands.revert"):
-        monkeypatch.setattr(f"{module}.commit", guarded)
+    monkeypatch.setattr(txn, "commit", guarded)  # every write goes through Session.commit

@@ -13,6 +13,7 @@ from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.patchset import Patchset
 from compatkit.records import hash_bytes
+from compatkit.results import Status
 from compatkit.state import State
 from compatkit.target import Dist, Environment
 from compatkit.value import Value
@@ -92,12 +93,15 @@ def state_problems(dist: Dist, state: State) -> list[str]:
 
 
 class PatchStatus(Value):
-    __slots__ = ("id", "status", "detail")
+    __slots__ = ("id", "status", "detail", "textual")
 
-    def __init__(self, id: str, status: str, detail: str = "") -> None:
+    def __init__(
+        self, id: str, status: Status, detail: str = "", textual: Status | None = None
+    ) -> None:
         self.id = id
-        self.status = status  # applied, not applied, drifted, excluded, outdated, not applicable
+        self.status = status  # APPLIED, NOT_APPLIED, DRIFTED, EXCLUDED, OUTDATED, NOT_APPLICABLE
         self.detail = detail
+        self.textual = textual  # not applied: APPLIES, PRESENT or CONFLICT on the files here
 
 
 def _drifted_ids(dist: Dist, state: State) -> set[str]:
@@ -133,24 +137,20 @@ def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
             result = apply_series(contents, pairs)
             broken = _uncompilable(result.contents, patch.files)
             if broken:
-                out.append(
-                    PatchStatus(
-                        patch.id,
-                        "not applied",
-                        f"conflict: applies as text, but {broken} no longer compiles",
-                    )
-                )
+                detail = f"conflict: applies as text, but {broken} no longer compiles"
+                out.append(PatchStatus(patch.id, Status.NOT_APPLIED, detail, Status.CONFLICT))
                 continue
             contents = result.contents
             moved = [o for offs in result.offsets[patch.id].values() for o in offs if o]
             detail = f"applies, offset {moved[0]:+d}" if moved else "applies cleanly"
+            textual = Status.APPLIES
         except SeriesConflict as exc:
             try:
                 apply_series(contents, pairs, reverse=True)
-                detail = "its change is already present"
+                detail, textual = "its change is already present", Status.PRESENT
             except SeriesConflict:
-                detail = f"conflict: {exc.mismatch.message}"
-        out.append(PatchStatus(patch.id, "not applied", detail))
+                detail, textual = f"conflict: {exc.mismatch.message}", Status.CONFLICT
+        out.append(PatchStatus(patch.id, Status.NOT_APPLIED, detail, textual))
     return out
 
 
@@ -161,7 +161,7 @@ def patch_statuses(
         mismatch = target_problem(ps, dist)
         problems = [mismatch] if mismatch else requirement_problems(ps, env, dist)
         if dist is None or problems:
-            return [PatchStatus(p.id, "not applicable", problems[0]) for p in ps.patches]
+            return [PatchStatus(p.id, Status.NOT_APPLICABLE, problems[0]) for p in ps.patches]
         return textual_status(ps, dist)
     assert dist is not None
     drifted = _drifted_ids(dist, state)
@@ -169,14 +169,16 @@ def patch_statuses(
     out = []
     for patch in ps.patches:
         if patch.id in state.excluded:
-            out.append(PatchStatus(patch.id, "excluded", "left out with --exclude"))
+            out.append(PatchStatus(patch.id, Status.EXCLUDED, "left out with --exclude"))
         elif patch.id not in state.applied:
-            out.append(PatchStatus(patch.id, "not applied", "not in the applied version"))
+            out.append(PatchStatus(patch.id, Status.NOT_APPLIED, "not in the applied version"))
         elif patch.id in drifted:
-            out.append(PatchStatus(patch.id, "drifted", "a file changed after the apply"))
+            out.append(PatchStatus(patch.id, Status.DRIFTED, "a file changed after the apply"))
         elif outdated:
-            out.append(PatchStatus(patch.id, "outdated", f"applied {state.version}; re-run apply"))
+            detail = f"applied {state.version}; re-run apply"
+            out.append(PatchStatus(patch.id, Status.OUTDATED, detail))
         else:
             offs = [o for per in state.offsets.get(patch.id, {}).values() for o in per if o]
-            out.append(PatchStatus(patch.id, "applied", f"offset {offs[0]:+d}" if offs else ""))
+            detail = f"offset {offs[0]:+d}" if offs else ""
+            out.append(PatchStatus(patch.id, Status.APPLIED, detail))
     return out

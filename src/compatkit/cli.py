@@ -151,11 +151,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("recover", "roll back (or --discard) what an interrupted compatkit run left")
     p.add_argument("distribution", nargs="*", help="default: every one that holds a journal")
-    p.add_argument(
-        "--discard",
-        action="store_true",
-        help="delete the journal without restoring anything (the files stay as they are)",
-    )
+    p.add_argument("--discard", action="store_true", help="delete the journal, restore nothing")
 
     p = add("status", "show each patch's state in the target environment")
     p.add_argument("patchset", nargs="*")
@@ -250,10 +246,13 @@ def _project(args: argparse.Namespace, config: Any, registry: Any, env: Any, out
             f"{args.command} needs a patchset name, or a [tool.compatkit] table in "
             "pyproject.toml (searched upwards from the current directory)"
         )
-    from compatkit.commands import project
+    if args.command == "apply":
+        from compatkit.commands.apply import apply_project
 
-    run = project.apply_project if args.command == "apply" else project.verify_project
-    return run(config, registry, env, out)
+        return apply_project(config, registry, env, out)
+    from compatkit.commands.verify import verify_project
+
+    return verify_project(config, registry, env, out)
 
 
 def _dispatch(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
@@ -261,8 +260,10 @@ def _dispatch(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> in
     cmd = args.command
     if cmd == "apply":
         from compatkit.commands.apply import apply
+        from compatkit.ops.apply import apply_patchset
 
-        return apply(registry, env, args.patchset, args.exclude, args.force, args.dry_run, out)
+        options = (args.exclude, args.force, args.dry_run)
+        return apply(apply_patchset(registry, env, args.patchset, *options), out)
     if cmd == "revert":
         from compatkit.commands.revert import revert
 

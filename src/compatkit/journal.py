@@ -58,12 +58,8 @@ class Entry(Value):
         mtime_ns: int | None = None,
         move_to: str | None = None,
     ) -> None:
-        self.path = path
-        self.before = before
-        self.after_sha = after_sha
-        self.mode = mode
-        self.mtime_ns = mtime_ns
-        self.move_to = move_to
+        self.path, self.before, self.after_sha = path, before, after_sha
+        self.mode, self.mtime_ns, self.move_to = mode, mtime_ns, move_to
 
     @property
     def before_sha(self) -> str | None:

@@ -46,6 +46,11 @@ class Output:
         else:
             self.console.print(text, style=style, markup=False)
 
+    def lines(self, lines: Sequence[tuple[str, str | None]]) -> None:
+        """Several :meth:`line` calls: (text, style) pairs."""
+        for text, style in lines:
+            self.line(text, style)
+
     def table(
         self, title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]]
     ) -> None:

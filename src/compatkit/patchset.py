@@ -7,11 +7,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
-from compatkit import cache
 from compatkit.diffparse import FileDiff, parse_diff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.names import canonical_name
@@ -209,35 +207,6 @@ def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
     return patch
 
 
-def _table(data: dict[str, object], key: str, where: str) -> dict[str, object]:
-    value = data.get(key)
-    if not isinstance(value, dict):
-        raise PatchFormatError(f"{where}: missing [{key}] table")
-    return value
-
-
-def _string(table: dict[str, object], key: str, where: str) -> str:
-    value = table.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise PatchFormatError(f"{where}: '{key}' must be a non-empty string")
-    return value
-
-
-def _string_list(value: object, key: str, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise PatchFormatError(f"{where}: '{key}' must be a list of strings")
-    return list(value)
-
-
-def _series_path(root: Path, entry: str, where: str) -> Path:
-    candidate = (root / entry).resolve()
-    if not candidate.is_relative_to(root.resolve()):
-        raise PatchFormatError(f"{where}: series entry {entry!r} leaves the patchset directory")
-    if not candidate.is_file():
-        raise PatchFormatError(f"{where}: series entry {entry!r} does not exist")
-    return candidate
-
-
 def smoke_root_for(root: Path, meta: dict[str, object], where: str) -> Path:
     """The patchset directory whose ``smoke/`` holds this patchset's smoke tests.
 
@@ -263,42 +232,25 @@ def smoke_root_for(root: Path, meta: dict[str, object], where: str) -> Path:
 
 
 def load_patchset(root: Path) -> Patchset:
-    """Load and validate ``root/patchset.toml`` and every patch in its series."""
-    toml_path = root / "patchset.toml"
-    where = str(toml_path)
-    try:
-        raw_toml = toml_path.read_bytes()
-        data = cache.toml_loads(raw_toml)
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError and TOMLDecodeError too
-        raise PatchFormatError(f"{where}: {exc}") from None
-    meta, target = _table(data, "patchset", where), _table(data, "target", where)
-    name = _string(meta, "name", where)
-    if name != root.name:
-        raise PatchFormatError(f"{where}: name {name!r} differs from its directory {root.name!r}")
-    specifier = _string(target, "specifier", where)
-    digest = hashlib.sha256(raw_toml)
-    patches: list[Patch] = []
-    raw_series = meta.get("series", data.get("series", target.get("series")))
-    series = _string_list(raw_series, "series", where)
-    for entry in series:
-        path = _series_path(root, entry, where)
-        raw = path.read_bytes()
-        digest.update(hashlib.sha256(raw).digest())
-        patches.append(parse_patch(path, raw, eager=False))
-    ids = [p.id for p in patches]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise PatchFormatError(f"{where}: duplicate patch ids: {', '.join(dupes)}")
+    """Load ``root/patchset.toml`` and every patch in its series; refuse it with every problem
+    :func:`compatkit.validate.validate` finds."""
+    from compatkit.validate import validate  # it builds on this module's parsers
+
+    checked = validate(root)
+    if checked.problems:
+        where = root / "patchset.toml"
+        raise PatchFormatError(f"{where}: {checked.problems[0]}", checked.problems[1:])
+    meta, target = checked.meta, checked.target
     return Patchset(
-        name=name,
-        version=_string(meta, "version", where),
+        name=str(meta["name"]),
+        version=str(meta["version"]),
         summary=str(meta.get("summary", "")),
-        distribution=canonical_name(_string(target, "distribution", where)),
-        specifier_text=specifier,
-        requires_text=tuple(_string_list(target.get("requires", []), "requires", where)),
-        patches=tuple(patches),
+        distribution=canonical_name(str(target["distribution"])),
+        specifier_text=str(target["specifier"]),
+        requires_text=tuple(str(r) for r in target.get("requires", [])),  # type: ignore[attr-defined]
+        patches=tuple(checked.patches),
         root=root,
-        digest=digest.hexdigest(),
-        series=tuple(series),
-        smoke_root=smoke_root_for(root, meta, where),
+        digest=checked.digest,
+        series=tuple(checked.series),
+        smoke_root=checked.smoke,
     )

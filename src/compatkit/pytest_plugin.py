@@ -38,11 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _problems(start: Path, names: list[str] | None = None) -> tuple[list[str], list[str]]:
-    from compatkit.commands.project import select
-    from compatkit.commands.verify import _problems as verify_problems
     from compatkit.config import find_config
     from compatkit.errors import CompatkitError
-    from compatkit.output import Output
+    from compatkit.ops import verify
+    from compatkit.ops.select import select
     from compatkit.registry import Registry
     from compatkit.target import Environment
 
@@ -53,8 +52,8 @@ def _problems(start: Path, names: list[str] | None = None) -> tuple[list[str], l
         if names is None:
             if config is None:
                 return [], ["no [tool.compatkit] table found above " + str(start)]
-            names = select(config, registry, env, Output(json_mode=True))
-        problems = [p for name in names for p in verify_problems(registry, env, name)]
+            names = select(config, registry, env).chosen
+        problems = [p for name in names for p in verify.problems(registry, env, name)]
     except CompatkitError as exc:
         return names or [], [exc.message, *exc.problems]
     return names, problems

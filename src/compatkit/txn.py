@@ -287,11 +287,8 @@ def recover(dist: Dist) -> bool:
     :func:`compatkit.rollback_check.disk_problems`) is refused: nothing is written, and every
     command on this distribution stops with one line until ``compatkit recover --discard``.
     """
-    info = dist.dist_info
-    _rmtree(info / f"{JOURNAL}.tmp")
-    _rmtree(info / f"{JOURNAL}.del")
-    folder = info / JOURNAL
-    if not os.path.lexists(folder):
+    folder = _journal_left(dist)
+    if folder is None:
         return False
     try:
         _rollback(dist, folder)
@@ -305,13 +302,20 @@ def recover(dist: Dist) -> bool:
     return True
 
 
-def discard(dist: Dist) -> bool:
-    """Delete an interrupted transaction's journal without restoring anything."""
+def _journal_left(dist: Dist) -> Path | None:
+    """The journal an interrupted run left, if any; half-written or finished ones are removed
+    (a ``.tmp`` journal was never in force, a ``.del`` one was committed)."""
     info = dist.dist_info
     _rmtree(info / f"{JOURNAL}.tmp")
     _rmtree(info / f"{JOURNAL}.del")
     folder = info / JOURNAL
-    if not os.path.lexists(folder):
+    return folder if os.path.lexists(folder) else None
+
+
+def discard(dist: Dist) -> bool:
+    """Delete an interrupted transaction's journal without restoring anything."""
+    folder = _journal_left(dist)
+    if folder is None:
         return False
     if not stat.S_ISDIR(os.lstat(folder).st_mode):
         os.unlink(folder)  # a symlink or a file: remove the name, never what it points to

@@ -24,9 +24,10 @@ from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.output import Output
 from compatkit.patchset import Patchset, load_patchset, parse_patch
-from compatkit.plan import Overlay, plan_apply, plan_revert
+from compatkit.plan import plan_apply, plan_revert
 from compatkit.records import hash_bytes
 from compatkit.registry import Registry
+from compatkit.session import Session
 from compatkit.state import State, load_state, read_backup
 from compatkit.target import Dist, Environment
 from compatkit.wheels import WheelSource, pristine
@@ -155,8 +156,8 @@ def diff(
     if not patch_id or not patch_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise UsageError(f"--id {patch_id!r}: use letters, digits, '-', '_' or '.'")
     dist = env.require(dist_name)
-    with txn.locked(dist):
-        if txn.recover(dist):
+    with Session.open(dist) as session:
+        if session.recovered:
             out.line("recovered an interrupted compatkit run: its changes were rolled back")
         target = _target(registry, into, dist, name, patch_id)
         edits = find_edits(dist)
@@ -173,7 +174,7 @@ def diff(
         written = _write_patchset(target, dist, name, patch_id, title, text, sorted(pairs))
         try:
             ps = load_patchset(target.root)
-            _record_applied(dist, ps, target.state, {p: bases[p] for p in pairs}, edits)
+            _record_applied(session, ps, target.state, {p: bases[p] for p in pairs}, edits)
         except BaseException:
             _undo(written)
             raise
@@ -270,14 +271,14 @@ def _undo(written: list[tuple[Path, str | None]]) -> None:
 
 
 def _record_applied(
-    dist: Dist,
+    session: Session,
     ps: Patchset,
     state: State | None,
     bases: dict[str, bytes | None],
     edits: dict[str, bytes | None],
 ) -> None:
     """One transaction leaving state, backups and RECORD as ``apply`` of ``ps`` would."""
-    ov = Overlay(dist)
+    ov = session.overlay()
     now = time.time_ns()
     for path, base in bases.items():
         ov.write(path, base, now if edits[path] is None and base is not None else None)
@@ -289,4 +290,4 @@ def _record_applied(
     wrong = [p for p in bases if ov.read(p) != edits[p]]
     if wrong:
         raise CompatkitError(f"{ps.name} applied in memory does not give your edits", wrong)
-    txn.commit(dist, ov.changes())
+    session.commit(ov.changes())

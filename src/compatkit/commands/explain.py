@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import textwrap
 
-from compatkit.commands.status import inspect_patchset
 from compatkit.errors import UsageError
+from compatkit.ops.inspect import inspect_patchset
 from compatkit.output import Output
 from compatkit.patchset import Patch, Patchset
 from compatkit.registry import Registry
@@ -57,7 +57,7 @@ def explain(registry: Registry, env: Environment, query: str, out: Output | None
     matches = find(registry, query)
     out.doc["matches"] = []
     for ps, patch in matches:
-        _, _, statuses = inspect_patchset(ps, env)
+        statuses = inspect_patchset(ps, env).statuses
         here = next(s for s in statuses if s.id == patch.id)
         out.doc["matches"].append(
             {

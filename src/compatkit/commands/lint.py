@@ -9,27 +9,22 @@ smoke test exists and defines a test function. Checked against the target's whee
 from __future__ import annotations
 
 import ast
-import sys
+import contextlib
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from compatkit.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.engine import HunkMismatch, apply_file
-from compatkit.errors import CompatkitError, PatchFormatError
+from compatkit.errors import CompatkitError
 from compatkit.output import Output
-from compatkit.patchset import REQUIRED_FIELDS, Patch, parse_patch, smoke_root_for
+from compatkit.patchset import REQUIRED_FIELDS, Patch
 from compatkit.paths import check_relpath
 from compatkit.port import syntax_error
 from compatkit.registry import Registry
+from compatkit.validate import validate
 from compatkit.wheels import WheelSource, pristine
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 def _targets(registry: Registry, names: list[str], dirs: list[Path]) -> list[Path]:
@@ -62,67 +57,21 @@ class _Lint:
     def problem(self, text: str) -> None:
         self.problems.append(text)
 
-    def toml(self) -> list[str]:
-        """Check patchset.toml; return its series."""
-        try:
-            data = tomllib.loads((self.root / "patchset.toml").read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            self.problem(f"patchset.toml: {exc}")
-            return []
-        meta, target = data.get("patchset"), data.get("target")
-        if not isinstance(meta, dict) or not isinstance(target, dict):
-            self.problem("patchset.toml: needs a [patchset] and a [target] table")
-            return []
-        for table, key in [(meta, "name"), (meta, "version"), (target, "distribution")]:
-            if not isinstance(table.get(key), str) or not table[key].strip():
-                self.problem(f"patchset.toml: '{key}' must be a non-empty string")
-        if meta.get("name") != self.root.name:
-            self.problem(
-                f"patchset.toml: name {meta.get('name')!r} differs from {self.root.name!r}"
-            )
-        try:
-            self.smoke_root = smoke_root_for(self.root, meta, "patchset.toml")
-        except PatchFormatError as exc:
-            self.problem(exc.message)
-        self.distribution = str(target.get("distribution", ""))
-        try:
-            self.specifier = SpecifierSet(str(target.get("specifier", "")))
-            if not str(self.specifier):
-                self.specifier = None
-                self.problem("patchset.toml: 'specifier' is missing")
-        except InvalidSpecifier as exc:
-            self.problem(f"patchset.toml: bad specifier: {exc}")
-        for req in target.get("requires", []):
-            try:
-                Requirement(str(req))
-            except InvalidRequirement as exc:
-                self.problem(f"patchset.toml: bad requirement {req!r}: {exc}")
-        series = meta.get("series", data.get("series", target.get("series")))
-        if not isinstance(series, list) or not all(isinstance(s, str) for s in series):
-            self.problem("patchset.toml: 'series' must be a list of strings")
-            return []
-        if not series:
-            self.problem("patchset.toml: the series is empty")
-        return series
-
-    def patch_files(self, series: list[str]) -> None:
-        listed: set[Path] = set()
-        for entry in series:
-            path = (self.root / entry).resolve()
-            listed.add(path)
-            if not path.is_relative_to(self.root.resolve()) or not path.is_file():
-                self.problem(f"series entry {entry}: no such file inside the patchset")
-                continue
-            try:
-                self.patches.append(parse_patch(path, path.read_bytes()))
-            except CompatkitError as exc:
-                self.problem(f"{entry}: does not parse: {exc.message}")
+    def toml_and_series(self) -> None:
+        """Everything loading checks, and what it leaves for first use (compatkit.validate)."""
+        checked = validate(self.root, deep=True)
+        self.problems += checked.problems
+        self.patches = checked.patches
+        self.smoke_root = checked.smoke
+        self.distribution = str(checked.target.get("distribution", ""))
+        specifier = checked.target.get("specifier")
+        if isinstance(specifier, str) and specifier.strip():
+            with contextlib.suppress(InvalidSpecifier):
+                self.specifier = SpecifierSet(specifier)
+        listed = {(self.root / entry).resolve() for entry in checked.series}
         for extra in sorted((self.root / "patches").glob("*.patch")):
             if extra.resolve() not in listed:
                 self.problem(f"patches/{extra.name} is not in the series")
-        ids = [p.id for p in self.patches]
-        for dup in sorted({i for i in ids if ids.count(i) > 1}):
-            self.problem(f"duplicate patch id {dup}")
 
     def headers(self) -> None:
         for p in self.patches:
@@ -238,8 +187,7 @@ def _has_test(tree: ast.Module) -> bool:
 
 def lint_patchset(root: Path, wheels: WheelSource, offline: bool) -> _Lint:
     lint = _Lint(root)
-    series = lint.toml()
-    lint.patch_files(series)
+    lint.toml_and_series()
     lint.headers()
     if offline:
         lint.notes.append("--offline: the wheel checks (version exists, series applies) skipped")

@@ -20,6 +20,7 @@ from compatkit.output import Output
 from compatkit.patchset import Patch, Patchset
 from compatkit.port import PatchPort, port_series
 from compatkit.registry import Registry, bundled_dirs
+from compatkit.results import Status
 from compatkit.wheels import WheelSource, pristine
 
 
@@ -60,11 +61,11 @@ def _write(
     series, conflicts = [], {}
     for entry, patch, port in zip(ps.series, ps.patches, ports, strict=True):
         header = _header(patch)
-        if port.status == "upstream":
+        if port.status is Status.UPSTREAM:
             authoring.write_new(dest / "retired" / Path(entry).name, patch.path.read_text())
             continue
         series.append(entry)
-        if port.status != "conflict":
+        if port.status is not Status.CONFLICT:
             authoring.write_new(dest / entry, header + port.diff())
             continue
         paths = []
@@ -139,10 +140,11 @@ def rebase(
     out.table(
         f"{ps.name}: {labels[0]} → {new_ver}, written to {dest}",
         ["patch", "result", "detail"],
-        [[p.id, p.status, p.detail] for p in ports],
+        [[p.id, str(p.status), p.detail] for p in ports],
     )
     counts = {
-        s: sum(p.status == s for p in ports) for s in ("clean", "offset", "upstream", "conflict")
+        str(s): sum(p.status is s for p in ports)
+        for s in (Status.CLEAN, Status.OFFSET, Status.UPSTREAM, Status.CONFLICT)
     }
     out.line(", ".join(f"{n} {s}" for s, n in counts.items()))
     if conflicts:

@@ -1,0 +1,112 @@
+"""Apply a patchset: check the target, plan in memory, commit in one transaction (or not)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from compatkit.checks import requirement_problems, state_problems
+from compatkit.engine import SeriesConflict, apply_series
+from compatkit.errors import CompatkitError, UsageError
+from compatkit.patchset import Patchset
+from compatkit.plan import Overlay, plan_apply, plan_revert
+from compatkit.registry import Registry
+from compatkit.session import Session
+from compatkit.state import State
+from compatkit.target import Dist, Environment
+
+
+@dataclass
+class ApplyResult:
+    """What an apply did: ``action`` is "none" (already applied), "dry-run" or "applied"."""
+
+    patchset: Patchset
+    dist: Dist
+    action: str
+    state: State
+    replaced: State | None = None  # the applied version this one replaced
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> patches, offsets
+    writes: int = 0
+    recovered: bool = False
+
+
+def fitting_dist(ps: Patchset, env: Environment, force: bool) -> Dist:
+    """The installed target of ``ps``; raise if it or a requirement does not fit (unless forced)."""
+    dist = env.find(ps.distribution)
+    problems = requirement_problems(ps, env, dist)
+    if dist is None:
+        raise CompatkitError(f"{ps.name}: {problems[0]}")
+    if problems and not force:
+        raise CompatkitError(
+            f"{ps.name} does not fit this environment: {problems[0]}", problems[1:]
+        )
+    return dist
+
+
+def apply_patchset(
+    registry: Registry,
+    env: Environment,
+    name: str,
+    exclude: list[str],
+    force: bool = False,
+    dry_run: bool = False,
+) -> ApplyResult:
+    ps = registry.get(name)
+    unknown = [e for e in exclude if ps.patch(e) is None]
+    if unknown:
+        raise UsageError(f"{ps.name} has no patch {', '.join(unknown)} (ids: {', '.join(ps.ids)})")
+    exclude = sorted(set(exclude))
+    dist = fitting_dist(ps, env, force)
+    with Session.open(dist) as s:
+        state = s.state(ps.name)
+        if state and state.digest == ps.digest and state.excluded == exclude:
+            drift = state_problems(dist, state)
+            if drift:
+                raise CompatkitError(f"{ps.name} is applied but has drifted", drift)
+            return ApplyResult(ps, dist, "none", state, recovered=s.recovered)
+        ov = s.overlay()
+        if state:
+            stale = plan_revert(ov, state, force=False)
+            if stale:
+                raise CompatkitError(f"cannot replace the applied {ps.name} {state.version}", stale)
+        try:
+            plan = plan_apply(ov, ps, exclude, force)
+        except CompatkitError as exc:
+            if exclude and not exc.problems:
+                raise CompatkitError(_exclusion_problem(ov, ps, exclude, exc)) from None
+            raise
+        changes = ov.changes()
+        files = _report(plan.state.offsets, plan.result.touched_by)
+        action = "dry-run" if dry_run else "applied"
+        if not dry_run:
+            s.commit(changes)
+    return ApplyResult(ps, dist, action, plan.state, state, files, len(changes), s.recovered)
+
+
+def _exclusion_problem(ov: Overlay, ps: Patchset, exclude: list[str], exc: CompatkitError) -> str:
+    """Name the excluded patch a later one needs, when the full series would apply."""
+    paths = {fd.path for p in ps.patches for fd in p.files}
+    try:
+        apply_series({p: ov.read(p) for p in paths}, [(p.id, p.files) for p in ps.patches])
+    except SeriesConflict:
+        return exc.message
+    return f"{exc.message} (it needs the context of excluded {', '.join(exclude)})"
+
+
+def _report(
+    offsets: dict[str, dict[str, list[int]]], touched: dict[str, list[str]]
+) -> dict[str, dict[str, Any]]:
+    report: dict[str, dict[str, Any]] = {}
+    for path, patch_ids in touched.items():
+        moved = [
+            f"{pid} hunk {i + 1} offset {o:+d}"
+            for pid in patch_ids
+            for i, o in enumerate(offsets.get(pid, {}).get(path, []))
+            if o
+        ]
+        report[path] = {
+            "patches": patch_ids,
+            "offsets": moved,
+            "note": f" ({'; '.join(moved)})" if moved else "",
+        }
+    return report

@@ -1,0 +1,63 @@
+"""Where each patch of a patchset stands in an environment (``status``, ``explain``, ``list``)."""
+
+from __future__ import annotations
+
+from compatkit.checks import PatchStatus, patch_statuses, requirement_problems
+from compatkit.patchset import Patchset
+from compatkit.results import Status
+from compatkit.session import Session
+from compatkit.state import State, load_state
+from compatkit.target import Dist, Environment
+from compatkit.value import Value
+
+
+class Inspection(Value):
+    __slots__ = ("patchset", "dist", "state", "statuses")
+
+    def __init__(
+        self,
+        patchset: Patchset,
+        dist: Dist | None,
+        state: State | None,
+        statuses: list[PatchStatus],
+    ) -> None:
+        self.patchset, self.dist, self.state, self.statuses = patchset, dist, state, statuses
+
+    @property
+    def summary(self) -> str:
+        return summarize(self.statuses)
+
+
+def inspect_patchset(ps: Patchset, env: Environment) -> Inspection:
+    dist = env.find(ps.distribution)
+    state = None
+    if dist is not None:
+        with Session.open(dist) as s:
+            state = s.state(ps.name)
+    return Inspection(ps, dist, state, patch_statuses(ps, env, dist, state))
+
+
+def summarize(statuses: list[PatchStatus]) -> str:
+    """One phrase for the whole patchset, from its patches' statuses."""
+    kinds = [s.status for s in statuses]
+    if kinds and all(k is Status.APPLIED for k in kinds):
+        return "applied"
+    if kinds and all(k is Status.NOT_APPLICABLE for k in kinds):
+        return "not applicable"
+    if Status.DRIFTED in kinds:
+        return "drifted"
+    if Status.APPLIED in kinds or Status.OUTDATED in kinds:
+        return "partly applied" if Status.EXCLUDED in kinds else "outdated"
+    present = [s for s in statuses if s.textual is Status.PRESENT]
+    if present and len(present) < len(statuses):
+        return "partly applied (without compatkit)"
+    return "already present" if present else "not applied"
+
+
+def where(ps: Patchset, env: Environment) -> tuple[Dist | None, Status]:
+    """For ``list``: APPLIED, NOT_APPLIED or NOT_APPLICABLE, without the lock (read-only)."""
+    dist = env.find(ps.distribution)
+    if dist is not None and load_state(dist, ps.name) is not None:
+        return dist, Status.APPLIED
+    problems = requirement_problems(ps, env, dist)
+    return dist, Status.NOT_APPLICABLE if problems else Status.NOT_APPLIED

@@ -1,0 +1,139 @@
+"""One version-matrix cell: run each patchset the cell's way, compare with its expectations.
+
+A cell works in its own environment (compatkit's, or ``--python``): it starts from a pristine
+install, then per mode: ``apply`` (refused: not applicable) or ``force`` applies what applies,
+verifies, runs the smoke tests and reverts; ``upstream`` classifies each patch on the
+unpatched release (:mod:`compatkit.ops.classify`). Every entry carries its ``status`` (a
+:class:`~compatkit.results.Status`) beside the text shown in the report.
+"""
+
+from __future__ import annotations
+
+from compatkit.checks import requirement_problems, textual_status
+from compatkit.errors import CompatkitError
+from compatkit.matrix import Cell
+from compatkit.ops import verify
+from compatkit.ops.apply import apply_patchset
+from compatkit.ops.classify import classify
+from compatkit.ops.revert import revert_patchset
+from compatkit.ops.smoke import run_smoke, select
+from compatkit.patchset import Patchset
+from compatkit.records import hash_bytes
+from compatkit.registry import Registry
+from compatkit.results import Status
+from compatkit.state import load_state
+from compatkit.target import Environment
+
+Entry = dict[str, str]  # id, status, state (as shown), detail, smoke, reason
+
+
+def fingerprint(env: Environment, ps: Patchset) -> dict[str, str | None]:
+    """The hash of every file of the target's RECORD (and RECORD): pristine before = after?"""
+    dist = env.find(ps.distribution)
+    if dist is None:
+        return {}
+    rows = dist.read_record().rows
+    paths = [r.path for r in rows if not r.path.startswith("..")] + [dist.record_relpath]
+    return {p: (hash_bytes(d) if (d := dist.read(p)) is not None else None) for p in paths}
+
+
+def _entry(pid: str, status: Status, shown: str, detail: str, smoke: Status, why: str) -> Entry:
+    return {
+        "id": pid,
+        "status": status,
+        "state": shown or status,
+        "detail": detail,
+        "smoke": smoke,
+        "reason": why,
+    }
+
+
+def _smoke_entries(
+    ps: Patchset, env: Environment, states: dict[str, tuple[Status, str, str]]
+) -> list[Entry]:
+    """``states``: patch id -> (status, text shown for it, detail); in series order."""
+    _, smoke = run_smoke(ps, env, select(ps, []), show_output=False)
+    ordered = sorted(states.items(), key=lambda item: ps.ids.index(item[0]))
+    return [
+        _entry(pid, status, shown, detail, smoke[pid].verdict, smoke[pid].reason)
+        for pid, (status, shown, detail) in ordered
+    ]
+
+
+def _applied_states(env: Environment, ps: Patchset) -> dict[str, tuple[Status, str, str]]:
+    state = load_state(env.require(ps.distribution), ps.name)
+    assert state is not None
+    out = {}
+    for p in ps.patches:
+        if p.id in state.excluded:
+            continue
+        moved = [o for offs in state.offsets.get(p.id, {}).values() for o in offs if o]
+        shown = f"{Status.APPLIED} (offset {moved[0]:+d})" if moved else ""
+        out[p.id] = (Status.APPLIED, shown, "")
+    return out
+
+
+def _apply_what_applies(
+    registry: Registry, env: Environment, ps: Patchset, force: bool
+) -> list[Entry]:
+    """Apply the patchset (or the part of it that applies); smoke; revert."""
+    texts = {s.id: s for s in textual_status(ps, env.require(ps.distribution))}
+    skip = [pid for pid, t in texts.items() if t.textual is not Status.APPLIES]
+    states = {
+        pid: (
+            Status.UPSTREAM if texts[pid].textual is Status.PRESENT else Status.NEEDS_PORT,
+            "",
+            texts[pid].detail,
+        )
+        for pid in skip
+    }
+    try:
+        apply_patchset(registry, env, ps.name, skip, force=force)
+    except CompatkitError as exc:
+        rest = [p.id for p in ps.patches if p.id not in skip]
+        states.update({pid: (Status.NEEDS_PORT, "", exc.message) for pid in rest})
+        return _smoke_entries(ps, env, states)
+    try:
+        problems = [] if skip else verify.problems(registry, env, ps.name)
+        if problems:
+            raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+        states.update(_applied_states(env, ps))
+        return _smoke_entries(ps, env, states)
+    finally:
+        revert_patchset(registry, env, ps.name)
+
+
+def run_patchset(registry: Registry, env: Environment, ps: Patchset, mode: str) -> list[Entry]:
+    dist = env.find(ps.distribution)
+    if dist is not None and load_state(dist, ps.name) is not None:
+        revert_patchset(registry, env, ps.name)  # start from a pristine install
+    if mode == "upstream":
+        return [_entry(v.id, v.state, "", v.textual, v.smoke, v.reason) for v in classify(ps, env)]
+    problems = requirement_problems(ps, env, dist)
+    if dist is None:
+        why = "target not installed"
+        na = Status.NOT_APPLICABLE
+        return [_entry(p.id, na, "", problems[0], Status.FAIL, why) for p in ps.patches]
+    if problems and mode == "apply":
+        states = {p.id: (Status.NOT_APPLICABLE, "", problems[0]) for p in ps.patches}
+        return _smoke_entries(ps, env, states)
+    return _apply_what_applies(registry, env, ps, mode == "force")
+
+
+def mismatches(cell: Cell, results: dict[str, list[Entry]]) -> list[str]:
+    """Every entry whose status or smoke verdict differs from the cell's expectation."""
+    found = []
+    for ps_name, entries in results.items():
+        for e in entries:
+            want = cell.expected(ps_name, e["id"])
+            if want is None:
+                continue
+            state, smoke = want
+            status = Status(e.get("status") or e["state"].partition(" (")[0])
+            if status is not state or smoke not in ("any", e["smoke"]):
+                why = e.get("reason") or e.get("detail") or ""
+                found.append(
+                    f"{ps_name} {e['id']}: expected {state}/{smoke}, got "
+                    f"{e['state']}/{e['smoke']}" + (f" ({why})" if why else "")
+                )
+    return found

@@ -1,0 +1,74 @@
+"""Prove a patchset: each smoke test fails without its patch and passes with it.
+
+For every patch three runs are compared: nothing applied, the whole series but this patch
+(``apply --exclude``), and the whole series. The expected row is fail / fail / pass. The
+environment is pristine before and after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from compatkit.errors import CompatkitError
+from compatkit.ops.apply import apply_patchset
+from compatkit.ops.revert import revert_patchset
+from compatkit.ops.smoke import SmokeResult, require_pytest, run_smoke, select
+from compatkit.registry import Registry
+from compatkit.results import Status
+from compatkit.state import load_state
+from compatkit.target import Environment
+from compatkit.value import Value
+
+EXPECTED = (Status.FAIL, Status.FAIL, Status.PASS)
+
+
+class Proof(Value):
+    """One patch's three runs: unpatched, the series without it, the whole series."""
+
+    __slots__ = ("id", "runs")
+
+    def __init__(self, id: str, runs: tuple[SmokeResult | None, ...]) -> None:
+        self.id = id
+        self.runs = runs  # None: the series could not be applied without this patch
+
+    @property
+    def verdicts(self) -> tuple[str, ...]:
+        return tuple(str(r.verdict) if r else "n/a" for r in self.runs)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdicts == tuple(str(e) for e in EXPECTED)
+
+
+def prove_patchset(
+    registry: Registry, env: Environment, name: str, progress: Callable[[str], None]
+) -> list[Proof]:
+    """Run the three rounds; ``progress`` is told each step as one line."""
+    ps = registry.get(name)
+    patches = select(ps, [])
+    require_pytest(env)
+    dist = env.require(ps.distribution)
+    if load_state(dist, ps.name) is not None:
+        raise CompatkitError(f"{ps.name} is applied; revert it before proving")
+    progress(f"[1/3] smoke tests on unpatched {dist.name} {dist.version}")
+    _, unpatched = run_smoke(ps, env, patches, show_output=False)
+    without: dict[str, SmokeResult | None] = {}
+    for i, patch in enumerate(patches, 1):
+        progress(f"[2/3] ({i}/{len(patches)}) whole series except {patch.id}")
+        try:
+            apply_patchset(registry, env, ps.name, [patch.id])
+        except CompatkitError as exc:
+            progress(f"      cannot apply without {patch.id}: {exc.message}")
+            without[patch.id] = None
+            continue
+        try:
+            without[patch.id] = run_smoke(ps, env, [patch], show_output=False)[1][patch.id]
+        finally:
+            revert_patchset(registry, env, ps.name)
+    progress("[3/3] whole series applied")
+    apply_patchset(registry, env, ps.name, [])
+    try:
+        _, patched = run_smoke(ps, env, patches, show_output=False)
+    finally:
+        revert_patchset(registry, env, ps.name)
+    return [Proof(p.id, (unpatched[p.id], without[p.id], patched[p.id])) for p in patches]

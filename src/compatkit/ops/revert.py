@@ -1,0 +1,53 @@
+"""Revert a patchset: every original byte back, or a refusal that changes nothing."""
+
+from __future__ import annotations
+
+from compatkit.errors import CompatkitError
+from compatkit.plan import plan_revert
+from compatkit.registry import Registry
+from compatkit.session import Session
+from compatkit.state import State, find_applied
+from compatkit.target import Dist, Environment
+from compatkit.value import Value
+
+
+class RevertResult(Value):
+    """``state`` is what was reverted (None: nothing was applied; ``dist`` None: no target)."""
+
+    __slots__ = ("dist", "state", "recovered")
+
+    def __init__(self, dist: Dist | None, state: State | None, recovered: bool = False) -> None:
+        self.dist = dist
+        self.state = state
+        self.recovered = recovered
+
+
+def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
+    """The distribution holding ``name``'s state, else the one the patchset targets."""
+    dist = find_applied(env, name)
+    if dist is None:
+        dist = env.find(registry.get(name).distribution)
+    return dist
+
+
+def revert_patchset(
+    registry: Registry, env: Environment, name: str, force: bool = False
+) -> RevertResult:
+    dist = locate(registry, env, name)
+    if dist is None:
+        return RevertResult(None, None)
+    with Session.open(dist) as s:
+        state = s.state(name)
+        if state is None:
+            return RevertResult(dist, None, s.recovered)
+        ov = s.overlay()
+        problems = plan_revert(ov, state, force)
+        if problems and not force:
+            raise CompatkitError(
+                f"refusing to revert {name}: files changed since the apply",
+                problems,
+            )
+        if problems:
+            raise CompatkitError(f"cannot revert {name}", problems)
+        s.commit(ov.changes())
+    return RevertResult(dist, state, s.recovered)

@@ -1,0 +1,93 @@
+"""Run patches' smoke tests with pytest in a target environment (one pytest process)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from compatkit.errors import CompatkitError, UsageError
+from compatkit.patchset import Patch, Patchset
+from compatkit.results import Status
+from compatkit.target import Environment
+
+
+def select(ps: Patchset, ids: list[str]) -> list[Patch]:
+    unknown = [i for i in ids if ps.patch(i) is None]
+    if unknown:
+        raise UsageError(f"{ps.name} has no patch {', '.join(unknown)} (ids: {', '.join(ps.ids)})")
+    selected = [p for p in ps.patches if not ids or p.id in ids]
+    missing = [p.id for p in selected if not ps.smoke_file(p).is_file()]
+    if missing:
+        raise CompatkitError(f"{ps.name}: no smoke test file for {', '.join(missing)}")
+    return selected
+
+
+def require_pytest(env: Environment) -> None:
+    proc = subprocess.run([env.executable, "-c", "import pytest"], capture_output=True)
+    if proc.returncode != 0:
+        raise CompatkitError(
+            f"pytest is not installed in the target environment ({env.executable}); "
+            f"install it there, e.g. '{env.executable} -m pip install pytest'"
+        )
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    verdict: Status  # PASS or FAIL
+    tests: list[str]  # outcome of each test case
+    reason: str = ""  # the first failure's message, one line
+
+
+def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
+    """Test file name → (outcome, failure message) of every test case in it."""
+    results: dict[str, list[tuple[str, str]]] = {}
+    if not junit.exists():
+        return results
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        module = case.get("classname", "").split(".")
+        name = module[-2] if len(module) > 1 and module[-1][:1].isupper() else module[-1]
+        bad = [c for c in case if c.tag in ("failure", "error")]
+        skipped = [c for c in case if c.tag == "skipped"]
+        outcome = "fail" if bad else "skipped" if skipped else "pass"
+        message = (bad or skipped)[0].get("message", "") if (bad or skipped) else ""
+        results.setdefault(f"{name}.py", []).append((outcome, " ".join(message.split())[:200]))
+    return results
+
+
+def run_smoke(
+    ps: Patchset, env: Environment, selected: list[Patch], show_output: bool
+) -> tuple[int, dict[str, SmokeResult]]:
+    """Run the selected patches' smoke tests in one pytest process in the target."""
+    files = [str(ps.smoke_file(p)) for p in selected]
+    with tempfile.TemporaryDirectory(prefix="compatkit-smoke-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = [
+            env.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(ps.smoke_root / "smoke"),
+            f"--junitxml={junit}",
+            "-q",
+            *files,
+        ]
+        run_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        stream = None if show_output else subprocess.DEVNULL
+        proc = subprocess.run(cmd, cwd=tmp, env=run_env, stdout=stream, stderr=stream)
+        outcomes = _outcomes(junit)
+    results = {}
+    for p in selected:
+        cases = outcomes.get(Path(p.fields["smoke-test"]).name, [])
+        passed = cases and all(o == "pass" for o, _ in cases)
+        verdict = Status.PASS if passed else Status.FAIL
+        reason = next((m for o, m in cases if o != "pass"), "" if cases else "no test ran")
+        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason)
+    return proc.returncode, results

@@ -1,0 +1,51 @@
+"""The one way in to a target distribution: lock, recover, read state, plan, commit.
+
+Every operation that reads or writes compatkit's state opens a session on the distribution::
+
+    with Session.open(dist) as s:      # exclusive lock; an interrupted run rolled back
+        state = s.state("speculators-vllm016")
+        ov = s.overlay()               # plan on it (compatkit.plan) ...
+        s.commit(ov.changes())         # ... then one journaled transaction (compatkit.txn)
+
+so the lock → recover → load-state sequence exists once, and planning reads the target
+only through ``s.files`` (:mod:`compatkit.files`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+from compatkit import txn
+from compatkit.files import DiskFiles
+from compatkit.plan import Overlay
+from compatkit.state import State, load_state
+from compatkit.target import Dist
+
+
+class Session:
+    __slots__ = ("dist", "recovered")
+
+    def __init__(self, dist: Dist, recovered: bool) -> None:
+        self.dist = dist
+        self.recovered = recovered  # an interrupted run's changes were rolled back first
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, dist: Dist, exclusive: bool = True) -> Iterator[Session]:
+        """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn)."""
+        with txn.locked(dist, exclusive):
+            yield cls(dist, txn.recover(dist) if exclusive else False)
+
+    @property
+    def files(self) -> DiskFiles:
+        return self.dist.files
+
+    def state(self, patchset: str) -> State | None:
+        return load_state(self.dist, patchset)
+
+    def overlay(self) -> Overlay:
+        return Overlay(self.dist, self.dist.files)
+
+    def commit(self, changes: Sequence[txn.Change]) -> None:
+        txn.commit(self.dist, changes)

@@ -1,0 +1,156 @@
+"""One validator for a patchset directory: loading and ``compatkit lint`` both use it.
+
+:func:`validate` reads ``patchset.toml`` and every patch of its series and returns every
+problem found (never the first only) plus what it read. :func:`compatkit.patchset.
+load_patchset` refuses a patchset with any problem; ``lint`` reports them, with
+``deep=True`` adding what loading leaves for first use (a diff is parsed only when a command
+needs it, and specifiers and requirements only when one is checked: start-up time) and its own
+checks (header fields, smoke tests, the pristine wheel). A new ``patchset.toml`` key is
+added once, here, in :data:`KEYS`.
+
+>>> import pathlib, tempfile
+>>> root = pathlib.Path(tempfile.mkdtemp()) / "p"
+>>> root.mkdir()
+>>> _ = (root / "patchset.toml").write_text('[patchset]\\nname = "p"\\nrequire = []\\n')
+>>> validate(root).problems[:2]
+["unknown key 'require' in [patchset] (known: name, version, summary, series, smoke-from)", \
+'missing [target] table']
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from compatkit import cache
+from compatkit.errors import CompatkitError
+from compatkit.patchset import Patch, parse_patch, smoke_root_for
+
+# every key patchset.toml may hold, per table ("" is the top level)
+KEYS: dict[str, tuple[str, ...]] = {
+    "": ("patchset", "target", "series"),
+    "patchset": ("name", "version", "summary", "series", "smoke-from"),
+    "target": ("distribution", "specifier", "requires", "series"),
+}
+
+
+class Checked:
+    """What :func:`validate` read, and every problem with it (empty: the patchset is sound)."""
+
+    __slots__ = ("root", "problems", "meta", "target", "series", "patches", "digest", "smoke")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.problems: list[str] = []
+        self.meta: dict[str, object] = {}
+        self.target: dict[str, object] = {}
+        self.series: list[str] = []
+        self.patches: list[Patch] = []
+        self.digest = ""
+        self.smoke = root  # the patchset directory whose smoke/ holds the tests
+
+    def text(self, table: dict[str, object], key: str, name: str) -> str:
+        value = table.get(key)
+        if not isinstance(value, str) or not value.strip():
+            self.problems.append(f"[{name}] '{key}' must be a non-empty string")
+            return ""
+        return value
+
+    def strings(self, value: object, key: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problems.append(f"'{key}' must be a list of strings")
+            return []
+        return list(value)
+
+
+def validate(root: Path, deep: bool = False) -> Checked:
+    checked = Checked(root)
+    try:
+        raw = (root / "patchset.toml").read_bytes()
+        data = cache.toml_loads(raw)
+    except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError, TOMLDecodeError
+        checked.problems.append(f"patchset.toml: {str(exc)[:200]}")
+        return checked
+    _tables(checked, data)
+    digest = hashlib.sha256(raw)
+    _series(checked, digest, deep)
+    checked.digest = digest.hexdigest()
+    if deep:
+        _deep(checked)
+    return checked
+
+
+def _tables(checked: Checked, data: dict[str, object]) -> None:
+    _unknown(checked, "", data)
+    for name in ("patchset", "target"):
+        table = data.get(name)
+        if not isinstance(table, dict):
+            checked.problems.append(f"missing [{name}] table")
+            table = {}
+        _unknown(checked, name, table)
+        setattr(checked, "meta" if name == "patchset" else "target", table)
+    meta, target = checked.meta, checked.target
+    name = checked.text(meta, "name", "patchset")
+    if name and name != checked.root.name:
+        checked.problems.append(f"name {name!r} differs from its directory {checked.root.name!r}")
+    checked.text(meta, "version", "patchset")
+    checked.text(target, "distribution", "target")
+    checked.text(target, "specifier", "target")
+    checked.strings(target.get("requires", []), "requires")
+    raw_series = meta.get("series", data.get("series", target.get("series")))
+    checked.series = checked.strings(raw_series, "series")
+    try:
+        checked.smoke = smoke_root_for(checked.root, meta, "[patchset]")
+    except CompatkitError as exc:
+        checked.problems.append(exc.message)
+
+
+def _unknown(checked: Checked, name: str, table: dict[str, object]) -> None:
+    known = KEYS[name]
+    where = f"[{name}]" if name else "patchset.toml"
+    for key in table:
+        if key not in known:
+            checked.problems.append(
+                f"unknown key {str(key)[:60]!r} in {where} (known: {', '.join(known)})"
+            )
+
+
+def _series(checked: Checked, digest: hashlib._Hash, deep: bool) -> None:
+    root = checked.root.resolve()
+    for entry in checked.series:
+        path = (checked.root / entry).resolve()
+        if not path.is_relative_to(root):
+            checked.problems.append(f"series entry {entry!r} leaves the patchset directory")
+            continue
+        if not path.is_file():
+            checked.problems.append(f"series entry {entry!r} does not exist")
+            continue
+        raw = path.read_bytes()
+        digest.update(hashlib.sha256(raw).digest())
+        try:
+            checked.patches.append(parse_patch(path, raw, eager=deep))
+        except CompatkitError as exc:
+            checked.problems.append(f"{entry}: does not parse: {exc.message}")
+    ids = [p.id for p in checked.patches]
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        checked.problems.append(f"duplicate patch id {dup}")
+
+
+def _deep(checked: Checked) -> None:
+    """What loading leaves for first use: specifier and requirements parse; series not empty."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    specifier = checked.target.get("specifier")
+    if isinstance(specifier, str) and specifier.strip():
+        try:
+            SpecifierSet(specifier)
+        except InvalidSpecifier as exc:
+            checked.problems.append(f"bad specifier: {exc}")
+    for req in checked.target.get("requires", []) or []:  # type: ignore[attr-defined]
+        try:
+            Requirement(str(req))
+        except InvalidRequirement as exc:
+            checked.problems.append(f"bad requirement {req!r}: {exc}")
+    if not checked.series and not any("series" in p for p in checked.problems):
+        checked.problems.append("the series is empty")
