@@ -20,7 +20,14 @@ from compatkit.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.engine import HunkMismatch, apply_file
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.output import Output
-from compatkit.patchset import REQUIRED_FIELDS, Patch, parse_patch, smoke_root_for
+from compatkit.patchset import (
+    REQUIRED_FIELDS,
+    Patch,
+    parse_patch,
+    resolve_smoke,
+    smoke_clashes,
+    smoke_root_for,
+)
 from compatkit.paths import check_relpath
 from compatkit.port import syntax_error
 from compatkit.registry import Registry
@@ -84,6 +91,13 @@ class _Lint:
             self.smoke_root = smoke_root_for(self.root, meta, "patchset.toml")
         except PatchFormatError as exc:
             self.problem(exc.message)
+        own = self.root / "smoke"
+        if self.smoke_root != self.root and own.is_dir():  # smoke-from plus its own smoke/
+            for rel in smoke_clashes([self.smoke_root / "smoke", own]):
+                self.problem(
+                    f"smoke/{rel} is both in its own smoke/ and in smoke-from's "
+                    f"{self.smoke_root.name}/smoke/ (the two folders run as one)"
+                )
         self.distribution = str(target.get("distribution", ""))
         try:
             self.specifier = SpecifierSet(str(target.get("specifier", "")))
@@ -144,8 +158,9 @@ class _Lint:
         rel = p.fields.get("smoke-test", "").strip()
         if not rel:
             return
-        path = (self.smoke_root / rel).resolve()
-        if not path.is_relative_to(self.smoke_root.resolve()) or not path.is_file():
+        path = resolve_smoke(self.root, self.smoke_root, rel).resolve()
+        inside = any(path.is_relative_to(d.resolve()) for d in (self.root, self.smoke_root))
+        if not inside or not path.is_file():
             self.problem(f"{label}: smoke test {rel} is missing")
             return
         text = path.read_text("utf-8", "replace")
