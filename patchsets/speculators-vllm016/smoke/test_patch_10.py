@@ -209,8 +209,8 @@ def _fake_tree(kind, m):
 
         VL = _mirror("Qwen3VLForConditionalGeneration", m.qwen3_vl.Qwen3VLForConditionalGeneration,
                      (nn.Module,), {"__init__": vl_init}, delegating=(
-                         *EMBED, "set_aux_hidden_state_layers",
-                         "get_eagle3_aux_hidden_state_layers"))
+                         *EMBED, "get_language_model", "set_aux_hidden_state_layers",
+                         "get_eagle3_aux_hidden_state_layers"))  # own where vLLM < 0.16
         top = VL()
         return top, top.language_model.model
 
