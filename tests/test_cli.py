@@ -134,8 +134,11 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "compatkit/patchsets/speculators-vllm016/patchset.toml" in names
     assert "compatkit/patchsets/speculators040-vllm016/patchset.toml" in names
-    smoke = "compatkit/patchsets/speculators-vllm016/smoke/test_patch_6"
-    assert any(n.startswith(smoke) for n in names)
+    for smoke in (
+        "compatkit/patchsets/speculators-vllm016/smoke/test_patch_6",
+        "compatkit/patchsets/speculators040-vllm016/smoke/test_patch_11",  # its own smoke/
+    ):
+        assert any(n.startswith(smoke) for n in names), smoke
     venv = tmp_path / "v"
     subprocess.run([UV or "uv", "venv", "-q", "-p", sys.executable, str(venv)], check=True)
     subprocess.run(

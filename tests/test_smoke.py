@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATCH_GREET, UV, Demo, write_patchset
+from conftest import PATCH_GREET, PATCH_UTIL, SMOKE_1, UV, Demo, write_patchset
 
 pytestmark = pytest.mark.skipif(UV is None, reason="needs uv")
 
@@ -111,6 +111,49 @@ def test_smoke_from_a_sibling_patchset(demo: Demo) -> None:
         code, _, err = demo.run("status", "demo-again")
         assert code == 1 and why in err and err.count("\n") == 1, err
     toml.write_text(good)
+
+
+def test_smoke_from_plus_its_own_smoke_folder(demo: Demo, tmp_path: Path) -> None:
+    """A smoke-from patchset with a patch the sibling lacks keeps that test in its own smoke/;
+    the two folders run as one (the sibling's conftest.py serves both); a name in both is an
+    error for smoke and lint; rebase merges the two into the new patchset's smoke/."""
+    _add_pytest(demo)
+    (demo.patchsets / "demo-fix/smoke/conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef expected():\n    return 200\n"
+    )
+    own_util = PATCH_UTIL.replace("smoke/test_patch_2.py", "smoke/test_own_2.py")
+    write_patchset(
+        demo.patchsets,
+        name="demo-again",
+        patches={"0001.patch": PATCH_GREET, "0002.patch": own_util},
+    )
+    twin = demo.patchsets / "demo-again"
+    shutil.rmtree(twin / "smoke")
     (twin / "smoke").mkdir()
-    code, _, err = demo.run("status", "demo-again")
-    assert code == 1 and "has its own smoke/ folder and smoke-from" in err
+    (twin / "smoke/test_own_2.py").write_text(
+        "import demo.util\n\ndef test_line20(expected):\n    assert demo.util.line20 == expected\n"
+    )
+    toml = twin / "patchset.toml"
+    toml.write_text(
+        toml.read_text().replace("[patchset]\n", '[patchset]\nsmoke-from = "demo-fix"\n')
+    )
+    code, out, err = demo.run("smoke", "demo-again", "--json")
+    doc = json.loads(out)
+    assert code == 1 and [p["result"] for p in doc["patches"]] == ["fail", "fail"], err
+    assert "assert 20 == 200" in doc["patches"][1]["reason"]  # the sibling's fixture
+    assert demo.run("apply", "demo-again")[0] == 0
+    code, out, _ = demo.run("smoke", "demo-again", "--json")
+    assert code == 0 and [p["result"] for p in json.loads(out)["patches"]] == ["pass", "pass"]
+    code, out, err = demo.run("lint", "demo-again", "--offline")
+    assert code == 0 and "smoke" not in out + err, out + err
+    # rebase: one smoke/ holding both folders' files
+    code, _, err = demo.run("rebase", "demo-again", "--to", "demo==1.0", "--into", str(tmp_path))
+    merged = {f.name for f in (tmp_path / "demo-again-1.0" / "smoke").iterdir()}
+    assert {"conftest.py", "test_patch_1.py", "test_own_2.py"} <= merged, (merged, err)
+    # the same file name in both folders: one-line errors
+    (twin / "smoke/test_patch_1.py").write_text(SMOKE_1)
+    code, _, err = demo.run("smoke", "demo-again")
+    assert code == 1 and "test_patch_1.py is both in its own smoke/" in err, err
+    assert err.count("\n") == 1, err
+    code, out, err = demo.run("lint", "demo-again", "--offline")
+    assert code == 1 and "smoke/test_patch_1.py is both in its own smoke/" in out + err

@@ -67,6 +67,7 @@ class Patchset(Value):
         "digest",
         "series",
         "smoke_root",
+        "own_smoke",
         "_specifier",
         "_requires",
     )
@@ -84,6 +85,7 @@ class Patchset(Value):
         digest: str,
         series: tuple[str, ...] = (),
         smoke_root: Path | None = None,  # whose smoke/ holds the tests (smoke-from)
+        own_smoke: bool = False,  # smoke-from, and a smoke/ of its own on top of it
     ) -> None:
         self.name, self.version, self.summary = name, version, summary
         self.distribution = distribution
@@ -94,6 +96,7 @@ class Patchset(Value):
         self.digest = digest
         self.series = series
         self.smoke_root = root if smoke_root is None else smoke_root
+        self.own_smoke = own_smoke
         self._specifier: SpecifierSet | None = None
         self._requires: tuple[Requirement, ...] | None = None
 
@@ -112,7 +115,12 @@ class Patchset(Value):
 
     def smoke_file(self, patch: Patch) -> Path:
         """Where ``patch``'s smoke test is (its own ``smoke/``, or the smoke-from sibling's)."""
-        return self.smoke_root / patch.fields.get("smoke-test", "-")
+        return resolve_smoke(self.root, self.smoke_root, patch.fields.get("smoke-test", "-"))
+
+    def smoke_dirs(self) -> list[Path]:
+        """The ``smoke/`` folders its tests run from, in overlay order (sibling's, then own)."""
+        own = [self.root / "smoke"] if self.own_smoke else []
+        return [self.smoke_root / "smoke", *own]
 
     @property
     def target(self) -> str:
@@ -208,11 +216,12 @@ def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
 
 
 def smoke_root_for(root: Path, meta: dict[str, object], where: str) -> Path:
-    """The patchset directory whose ``smoke/`` holds this patchset's smoke tests.
+    """The patchset directory whose ``smoke/`` holds this patchset's shared smoke tests.
 
     ``smoke-from = "other"`` in ``[patchset]`` names a sibling patchset (same directory) whose
-    smoke tests cover these patches too, so they are not copied; then this patchset has no
-    ``smoke/`` of its own, and every Smoke-Test path is read from the sibling.
+    smoke tests cover these patches too, so they are not copied. A ``smoke/`` of this
+    patchset's own may add tests for patches the sibling does not have: the two folders run as
+    one (the sibling's ``conftest.py`` applies to both), so a file name may not be in both.
     """
     other = meta.get("smoke-from")
     if other is None:
@@ -226,9 +235,29 @@ def smoke_root_for(root: Path, meta: dict[str, object], where: str) -> Path:
         raise PatchFormatError(
             f"{where}: smoke-from {other!r}: no patchset with a smoke/ folder beside this one"
         )
-    if (root / "smoke").exists():
-        raise PatchFormatError(f"{where}: has its own smoke/ folder and smoke-from {other!r}")
     return sibling
+
+
+def resolve_smoke(root: Path, smoke_root: Path, rel: str) -> Path:
+    """A Smoke-Test path: in the patchset's own ``smoke/`` if it is there, else in
+    ``smoke_root``'s (the smoke-from sibling, or the patchset itself)."""
+    own = root / rel
+    return own if smoke_root != root and own.is_file() else smoke_root / rel
+
+
+def smoke_clashes(dirs: list[Path]) -> list[str]:
+    """File names (relative to ``smoke/``) found in more than one of the overlaid folders."""
+    seen: set[str] = set()
+    clashes: list[str] = []
+    for d in dirs:
+        for f in sorted(d.rglob("*")):
+            if not f.is_file() or "__pycache__" in f.parts or f.suffix == ".pyc":
+                continue
+            rel = f.relative_to(d).as_posix()
+            if rel in seen:
+                clashes.append(rel)
+            seen.add(rel)
+    return clashes
 
 
 def load_patchset(root: Path) -> Patchset:
@@ -253,4 +282,5 @@ def load_patchset(root: Path) -> Patchset:
         digest=checked.digest,
         series=tuple(checked.series),
         smoke_root=checked.smoke,
+        own_smoke=checked.own_smoke,
     )

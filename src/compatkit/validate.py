@@ -24,7 +24,7 @@ from pathlib import Path
 
 from compatkit import cache
 from compatkit.errors import CompatkitError
-from compatkit.patchset import Patch, parse_patch, smoke_root_for
+from compatkit.patchset import Patch, parse_patch, smoke_clashes, smoke_root_for
 
 # every key patchset.toml may hold, per table ("" is the top level)
 KEYS: dict[str, tuple[str, ...]] = {
@@ -37,7 +37,17 @@ KEYS: dict[str, tuple[str, ...]] = {
 class Checked:
     """What :func:`validate` read, and every problem with it (empty: the patchset is sound)."""
 
-    __slots__ = ("root", "problems", "meta", "target", "series", "patches", "digest", "smoke")
+    __slots__ = (
+        "root",
+        "problems",
+        "meta",
+        "target",
+        "series",
+        "patches",
+        "digest",
+        "smoke",
+        "own_smoke",
+    )
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -47,7 +57,8 @@ class Checked:
         self.series: list[str] = []
         self.patches: list[Patch] = []
         self.digest = ""
-        self.smoke = root  # the patchset directory whose smoke/ holds the tests
+        self.smoke = root  # the patchset directory whose smoke/ holds the (shared) tests
+        self.own_smoke = False  # smoke-from, and a smoke/ of its own on top of it
 
     def text(self, table: dict[str, object], key: str, name: str) -> str:
         value = table.get(key)
@@ -103,6 +114,20 @@ def _tables(checked: Checked, data: dict[str, object]) -> None:
         checked.smoke = smoke_root_for(checked.root, meta, "[patchset]")
     except CompatkitError as exc:
         checked.problems.append(exc.message)
+    _own_smoke(checked)
+
+
+def _own_smoke(checked: Checked) -> None:
+    """smoke-from plus a smoke/ of its own: the two run as one, so no file may be in both."""
+    own = checked.root / "smoke"
+    checked.own_smoke = checked.smoke != checked.root and own.is_dir()
+    if not checked.own_smoke:
+        return
+    for rel in smoke_clashes([checked.smoke / "smoke", own]):
+        checked.problems.append(
+            f"smoke/{rel} is both in its own smoke/ and in smoke-from's "
+            f"{checked.smoke.name}/smoke/ (the two folders run as one)"
+        )
 
 
 def _unknown(checked: Checked, name: str, table: dict[str, object]) -> None:

@@ -1,5 +1,5 @@
 """patch-10: custom_worker.py for vLLM 0.16's DeepseekV2Model (DeepSeek-V3,
-Kimi-K2.5), keeping Llama-style models working.
+Kimi-K2.5), keeping Llama-style and Qwen3-VL models working.
 
 The real models need a GPU (MLA attention, MoE kernels), so the worker-side
 model is faked: small nn.Module trees with the *installed* vLLM's attribute
@@ -20,6 +20,13 @@ mirror it): supports_eagle3() is False for DeepseekV2/V3ForCausalLM and
 KimiK25ForConditionalGeneration (0.3.0's gate), DeepseekV2Model and LlamaModel
 have embed_input_ids and no get_input_embeddings, Kimi's text model sits at
 .language_model.model, and DeepseekV2DecoderLayer.forward takes llama_4_scaling.
+
+Model-level keywords: Qwen3VLForConditionalGeneration.forward calls its text
+model as language_model.model(..., deepstack_input_embeds=...) (checked against
+the installed source), and Qwen3DecoderLayer.forward takes no such argument. The
+capture forward must accept the keyword and not pass it on to the layers
+(passing it on raised TypeError: ... got an unexpected keyword argument
+'deepstack_input_embeds').
 """
 
 import importlib.util
@@ -50,6 +57,12 @@ if (_MODELS / "kimi_k25.py").exists():
     KINDS.insert(1, "kimi")
 if "def _get_llama_4_scaling" in (_MODELS / "deepseek_v2.py").read_text():
     KINDS.insert(-1, "mistral_large3")
+# Qwen3-VL passes deepstack_input_embeds to its text model where vLLM has it
+_QWEN3_VL = _MODELS / "qwen3_vl.py"
+if _QWEN3_VL.exists() and "deepstack_input_embeds=" in _QWEN3_VL.read_text():
+    KINDS.append("qwen3_vl")
+# keywords the real top-level model passes to its text model's forward
+MODEL_KWARGS = {"qwen3_vl": {"deepstack_input_embeds": None}}  # None: a text-only prompt
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +71,14 @@ def vllm_models():
 
     from vllm.model_executor.models import deepseek_v2, interfaces, llama
 
-    kimi = None
+    kimi = qwen3 = qwen3_vl = None
     if "kimi" in KINDS:
         kimi = importlib.import_module("vllm.model_executor.models.kimi_k25")
-    return SimpleNamespace(ds=deepseek_v2, itf=interfaces, kimi=kimi, llama=llama)
+    if "qwen3_vl" in KINDS:
+        qwen3 = importlib.import_module("vllm.model_executor.models.qwen3")
+        qwen3_vl = importlib.import_module("vllm.model_executor.models.qwen3_vl")
+    return SimpleNamespace(ds=deepseek_v2, itf=interfaces, kimi=kimi, llama=llama,
+                           qwen3=qwen3, qwen3_vl=qwen3_vl)
 
 
 @pytest.fixture
@@ -136,6 +153,10 @@ def _fake_tree(kind, m):
         def forward(self, positions, hidden_states, residual):
             return self.step(hidden_states, residual, None)
 
+    class Qwen3DecoderLayer(_Layer):
+        def forward(self, positions, hidden_states, residual):
+            return self.step(hidden_states, residual, None)
+
     class _Norm(nn.Module):
         def forward(self, hidden_states, residual):
             out = hidden_states + residual
@@ -174,6 +195,25 @@ def _fake_tree(kind, m):
                         LlamaDecoderLayer, SimpleNamespace())()
         return top, top.model
 
+    if kind == "qwen3_vl":
+        # Qwen3VLForConditionalGeneration -> language_model (Qwen3LLMForCausalLM,
+        # a Qwen3ForCausalLM) -> model (Qwen3LLMModel, vLLM's own forward)
+        Qwen3LLMModel = base_cls("Qwen3LLMModel", m.qwen3_vl.Qwen3LLMModel)
+        Qwen3LLMForCausalLM = causal_lm("Qwen3LLMForCausalLM", m.qwen3.Qwen3ForCausalLM,
+                                        Qwen3LLMModel, Qwen3DecoderLayer, SimpleNamespace())
+
+        def vl_init(self):
+            nn.Module.__init__(self)
+            self.visual = nn.Identity()
+            self.language_model = Qwen3LLMForCausalLM()
+
+        VL = _mirror("Qwen3VLForConditionalGeneration", m.qwen3_vl.Qwen3VLForConditionalGeneration,
+                     (nn.Module,), {"__init__": vl_init}, delegating=(
+                         *EMBED, "get_language_model", "set_aux_hidden_state_layers",
+                         "get_eagle3_aux_hidden_state_layers"))  # own where vLLM < 0.16
+        top = VL()
+        return top, top.language_model.model
+
     DeepseekV2Model = base_cls("DeepseekV2Model", m.ds.DeepseekV2Model)
     config = SimpleNamespace(llama_4_scaling=L4S) if kind == "mistral_large3" else SimpleNamespace()
     DeepseekV2ForCausalLM = causal_lm("DeepseekV2ForCausalLM", m.ds.DeepseekV2ForCausalLM,
@@ -205,6 +245,19 @@ def test_fakes_mirror_installed_vllm(vllm_models):
         if kind == "llama":
             real_top, real_base, real_layer = (
                 m.llama.LlamaForCausalLM, m.llama.LlamaModel, m.llama.LlamaDecoderLayer)
+        elif kind == "qwen3_vl":
+            real_top, real_base, real_layer = (
+                m.qwen3_vl.Qwen3VLForConditionalGeneration, m.qwen3_vl.Qwen3LLMModel,
+                m.qwen3.Qwen3DecoderLayer)
+            assert issubclass(m.qwen3_vl.Qwen3LLMForCausalLM, m.qwen3.Qwen3ForCausalLM)
+            # the model-level keyword: the real text model takes it, its layers do not,
+            # and the real top-level forward passes it to language_model.model
+            assert "deepstack_input_embeds" in inspect.signature(real_base.forward).parameters
+            assert "deepstack_input_embeds" not in inspect.signature(
+                real_layer.forward).parameters
+            src = inspect.getsource(real_top.forward)
+            call = src[src.index("self.language_model.model("):]
+            assert "deepstack_input_embeds=" in call[: call.index(")")], call
         elif kind == "kimi":
             real_top, real_base, real_layer = (
                 m.kimi.KimiK25ForConditionalGeneration, m.ds.DeepseekV2Model,
@@ -220,9 +273,10 @@ def test_fakes_mirror_installed_vllm(vllm_models):
             assert hasattr(type(top), name) == hasattr(real_top, name), (kind, name)
         assert m.itf.supports_eagle3(type(top)) == m.itf.supports_eagle3(real_top), kind
         assert m.itf.supports_eagle3(top) == m.itf.supports_eagle3(real_top), kind
-    if m.kimi is not None:
-        top, base = _fake_tree("kimi", m)
-        assert top.get_language_model().model is base
+    for kind in ("kimi", "qwen3_vl"):
+        if kind in KINDS:  # 0.4.0 resolves VL models through get_language_model()
+            top, base = _fake_tree(kind, m)
+            assert top.get_language_model().model is base, kind
     assert issubclass(m.ds.DeepseekV3ForCausalLM, m.ds.DeepseekV2ForCausalLM)
 
 
@@ -265,9 +319,12 @@ def test_capture_matches_vllm_forward(kind, cw_mod, vllm_models, single_rank):
             embeds = embed(input_ids) if use_embeds else None
             ids = None if use_embeds else input_ids
             get_captured = _captured(ext, "req_0_0", T)
+            # With patchset 1.0.0's patch-10 (keywords passed on to the layers), Qwen3-VL:
+            # TypeError: Qwen3DecoderLayer.forward() got an unexpected keyword
+            # argument 'deepstack_input_embeds'
             out = base.forward(
                 input_ids=ids, positions=positions, intermediate_tensors=None,
-                inputs_embeds=embeds,
+                inputs_embeds=embeds, **MODEL_KWARGS.get(kind, {}),
             )
             seen = [layer.seen_scaling for layer in base.layers]
             captured = get_captured()
@@ -278,7 +335,7 @@ def test_capture_matches_vllm_forward(kind, cw_mod, vllm_models, single_rank):
                 )
                 for i, layer in enumerate(base.layers)
             ]
-            ref = real_forward(base, ids, positions, None, embeds)
+            ref = real_forward(base, ids, positions, None, embeds, **MODEL_KWARGS.get(kind, {}))
             for hook in hooks:
                 hook.remove()
             ref_seen = [layer.seen_scaling for layer in base.layers]

@@ -248,8 +248,11 @@ def _write_patchset(
             atomic.write_text(toml, authoring.append_to_series(old, patch_rel))
         authoring.write_new(root / patch_rel, text)
         written.append((root / patch_rel, None))
-        smoke_root = target.existing.smoke_root if target.existing else root  # smoke-from
-        if not (smoke_root / smoke_rel).exists():
+        existing = target.existing
+        # a smoke-from patchset's stub goes to the shared folder, unless it has its own smoke/
+        smoke_root = root if existing is None or existing.own_smoke else existing.smoke_root
+        known = (existing.smoke_root if existing else root) / smoke_rel
+        if not (smoke_root / smoke_rel).exists() and not known.exists():
             stub = authoring.smoke_stub(patch_id, _modules(paths))
             authoring.write_new(smoke_root / smoke_rel, stub)
             written.append((smoke_root / smoke_rel, None))

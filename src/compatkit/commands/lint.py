@@ -19,7 +19,7 @@ from compatkit.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.engine import HunkMismatch, apply_file
 from compatkit.errors import CompatkitError
 from compatkit.output import Output
-from compatkit.patchset import REQUIRED_FIELDS, Patch
+from compatkit.patchset import REQUIRED_FIELDS, Patch, resolve_smoke
 from compatkit.paths import check_relpath
 from compatkit.port import syntax_error
 from compatkit.registry import Registry
@@ -93,8 +93,9 @@ class _Lint:
         rel = p.fields.get("smoke-test", "").strip()
         if not rel:
             return
-        path = (self.smoke_root / rel).resolve()
-        if not path.is_relative_to(self.smoke_root.resolve()) or not path.is_file():
+        path = resolve_smoke(self.root, self.smoke_root, rel).resolve()
+        inside = any(path.is_relative_to(d.resolve()) for d in (self.root, self.smoke_root))
+        if not inside or not path.is_file():
             self.problem(f"{label}: smoke test {rel} is missing")
             return
         text = path.read_text("utf-8", "replace")

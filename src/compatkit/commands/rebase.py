@@ -56,8 +56,9 @@ def _write(
 ) -> dict[str, list[str]]:
     """Write the new patchset directory; return the conflict files of each conflicting patch."""
     dest.mkdir(parents=True)
-    if (ps.smoke_root / "smoke").is_dir():  # the rebased patchset gets its own copy
-        shutil.copytree(ps.smoke_root / "smoke", dest / "smoke")
+    for smoke in ps.smoke_dirs():  # the rebased patchset gets its own copy (smoke-from's + own)
+        if smoke.is_dir():
+            shutil.copytree(smoke, dest / "smoke", dirs_exist_ok=True)
     series, conflicts = [], {}
     for entry, patch, port in zip(ps.series, ps.patches, ports, strict=True):
         header = _header(patch)

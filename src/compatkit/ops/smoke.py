@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
@@ -24,6 +25,17 @@ def select(ps: Patchset, ids: list[str]) -> list[Patch]:
     if missing:
         raise CompatkitError(f"{ps.name}: no smoke test file for {', '.join(missing)}")
     return selected
+
+
+def _overlay(ps: Patchset, tmp: Path) -> Path:
+    """The patchset directory to run the tests from: the smoke-from sibling's (or its own)
+    as it is, or, with both, a copy of the two ``smoke/`` folders as one in ``tmp``."""
+    if not ps.own_smoke:
+        return ps.smoke_root
+    for d in ps.smoke_dirs():
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+        shutil.copytree(d, tmp / "smoke", ignore=ignore, dirs_exist_ok=True)
+    return tmp
 
 
 def require_pytest(env: Environment) -> None:
@@ -62,9 +74,10 @@ def run_smoke(
     ps: Patchset, env: Environment, selected: list[Patch], show_output: bool
 ) -> tuple[int, dict[str, SmokeResult]]:
     """Run the selected patches' smoke tests in one pytest process in the target."""
-    files = [str(ps.smoke_file(p)) for p in selected]
     with tempfile.TemporaryDirectory(prefix="compatkit-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
+        root = _overlay(ps, Path(tmp) / "overlay")
+        files = [str(root / p.fields["smoke-test"]) for p in selected]
         cmd = [
             env.executable,
             "-m",
@@ -74,7 +87,7 @@ def run_smoke(
             "-c",
             os.devnull,
             "--rootdir",
-            str(ps.smoke_root / "smoke"),
+            str(root / "smoke"),
             f"--junitxml={junit}",
             "-q",
             *files,
