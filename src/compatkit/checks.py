@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from compatkit import startup_code
 from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.patchset import Patchset
@@ -92,12 +93,13 @@ def state_problems(dist: Dist, state: State) -> list[str]:
 
 
 class PatchStatus(Value):
-    __slots__ = ("id", "status", "detail")
+    __slots__ = ("id", "status", "detail", "startup")
 
     def __init__(self, id: str, status: str, detail: str = "") -> None:
         self.id = id
         self.status = status  # applied, not applied, drifted, excluded, outdated, not applicable
         self.detail = detail
+        self.startup: list[dict[str, object]] = []  # start-up files it touches (startup_code.touches)
 
 
 def _drifted_ids(dist: Dist, state: State) -> set[str]:
@@ -154,7 +156,28 @@ def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     return out
 
 
+def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus]:
+    """Say which patches touch start-up code; one that would apply but is undeclared is
+    refused, as ``apply`` refuses it."""
+    for s, patch in zip(statuses, ps.patches, strict=True):
+        s.startup = startup_code.touches(ps, patch)
+        if not s.startup:
+            continue
+        refused = startup_code.undeclared(ps, [patch])
+        if refused and s.status == "not applied" and s.detail.startswith("applies"):
+            s.detail = "refused: " + "; ".join(r.split(": ", 1)[1] for r in refused)
+        else:
+            s.detail = "; ".join(filter(None, [s.detail, startup_code.marker(ps, patch)]))
+    return statuses
+
+
 def patch_statuses(
+    ps: Patchset, env: Environment, dist: Dist | None, state: State | None
+) -> list[PatchStatus]:
+    return _mark_startup(ps, _statuses(ps, env, dist, state))
+
+
+def _statuses(
     ps: Patchset, env: Environment, dist: Dist | None, state: State | None
 ) -> list[PatchStatus]:
     if state is None:

@@ -11,7 +11,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from compatkit import cache
+from compatkit import cache, startup_code
 from compatkit.diffparse import FileDiff, parse_diff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.names import canonical_name
@@ -69,6 +69,7 @@ class Patchset(Value):
         "digest",
         "series",
         "smoke_root",
+        "startup_code",
         "_specifier",
         "_requires",
     )
@@ -86,6 +87,7 @@ class Patchset(Value):
         digest: str,
         series: tuple[str, ...] = (),
         smoke_root: Path | None = None,  # whose smoke/ holds the tests (smoke-from)
+        startup_code: tuple[str, ...] = (),  # start-up files it may touch (compatkit.startup_code)
     ) -> None:
         self.name, self.version, self.summary = name, version, summary
         self.distribution = distribution
@@ -96,6 +98,7 @@ class Patchset(Value):
         self.digest = digest
         self.series = series
         self.smoke_root = root if smoke_root is None else smoke_root
+        self.startup_code = startup_code
         self._specifier: SpecifierSet | None = None
         self._requires: tuple[Requirement, ...] | None = None
 
@@ -301,4 +304,5 @@ def load_patchset(root: Path) -> Patchset:
         digest=digest.hexdigest(),
         series=tuple(series),
         smoke_root=smoke_root_for(root, meta, where),
+        startup_code=startup_code.declared(meta, where),
     )

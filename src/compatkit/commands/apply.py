@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from compatkit import startup_code
 from compatkit.checks import requirement_problems, state_problems
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
@@ -84,6 +85,7 @@ def apply(
             excluded=exclude,
             replaced_version=state.version if state else None,
         )
+        _warn_startup(out, ps, plan.state.applied, dry_run)
         verb = "would apply" if dry_run else "applied"
         shown = [(p, i) for p, i in report.items() if len(report) <= 20 or i["offsets"]]
         for path, info in shown:
@@ -105,6 +107,21 @@ def apply(
         style="green",
     )
     return 0
+
+
+def _warn_startup(out: Output, ps: Patchset, applied: list[str], dry_run: bool) -> None:
+    """Declared start-up code is applied, but never silently (compatkit.startup_code)."""
+    chosen = [p for p in ps.patches if p.id in applied]
+    found = [(p.id, path, kind) for p in chosen for path, kind in startup_code.files(p)]
+    out.doc["startup_code"] = [{"patch": i, "path": p, "change": k} for i, p, k in found]
+    if found:
+        what = "; ".join(f"{i} {startup_code.VERBS[k]} {p}" for i, p, k in found)
+        verb = "would change" if dry_run else "changed"
+        out.line(
+            f"warning: {verb} start-up code, which runs at every interpreter start: {what} "
+            f"(declared in [patchset] {startup_code.KEY})",
+            style="yellow",
+        )
 
 
 def _report(
