@@ -201,7 +201,9 @@ def test_lint_flags_start_up_code(
     tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = tmp_path / "ps"
-    root = write_patchset(base, name="hook", patches={"0001.patch": PATCH_GREET, "0002.patch": EVIL})
+    root = write_patchset(
+        base, name="hook", patches={"0001.patch": PATCH_GREET, "0002.patch": EVIL}
+    )
     code, out, err = run_cli(capsys, "lint", "--patchset-dir", str(base))
     assert code == 1
     assert "patch-9: creates evil.pth, start-up code" in err
@@ -214,7 +216,7 @@ def test_lint_flags_start_up_code(
     # a declaration no patch uses, and one of the wrong type
     toml.write_text(toml.read_text().replace('["evil.pth"]', '["evil.pth", "stale.pth"]'))
     code, out, err = run_cli(capsys, "lint", "--patchset-dir", str(base))
-    assert code == 1 and "startup-code lists stale.pth, which no patch touches" in err
+    assert code == 1 and "startup-code lists stale.pth, no patch touches it" in err
     toml.write_text(toml.read_text().replace('["evil.pth", "stale.pth"]', "true"))
     code, out, err = run_cli(capsys, "lint", "--patchset-dir", str(base), "--json")
     problems = json.loads(out)["patchsets"][0]["problems"]
@@ -230,7 +232,9 @@ def test_loading_refuses_a_bad_declaration(demo: Demo) -> None:
     assert code == 1 and "startup-code entry 'demo/evil.pth' is not start-up code" in err, err
 
 
-def test_json_apply_lists_the_start_up_files(demo: Demo, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_apply_lists_the_start_up_files(
+    demo: Demo, capsys: pytest.CaptureFixture[str]
+) -> None:
     _evil(demo, declare=True)
     args = ("--python", demo.venv.python, "--patchset-dir", str(demo.patchsets))
     code, out, _ = run_cli(capsys, *args, "apply", "hook", "--json")

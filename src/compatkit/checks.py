@@ -99,7 +99,7 @@ class PatchStatus(Value):
         self.id = id
         self.status = status  # applied, not applied, drifted, excluded, outdated, not applicable
         self.detail = detail
-        self.startup: list[dict[str, object]] = []  # start-up files it touches (startup_code.touches)
+        self.startup: list[dict[str, object]] = []  # what startup_code.touches() says
 
 
 def _drifted_ids(dist: Dist, state: State) -> set[str]:

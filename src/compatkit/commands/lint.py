@@ -163,7 +163,7 @@ class _Lint:
                     self.problem(startup_code.refusal(p.id, path, kind))
         for path in self.startup_code:
             if path not in touched:
-                self.problem(f"patchset.toml: {startup_code.KEY} lists {path}, which no patch touches")
+                self.problem(f"patchset.toml: {startup_code.KEY} lists {path}, no patch touches it")
 
     def smoke(self, p: Patch, label: str) -> None:
         rel = p.fields.get("smoke-test", "").strip()
@@ -205,8 +205,8 @@ class _Lint:
     def _apply(self, p: Patch, contents: dict[str, bytes | None], tops: set[str], ver: str) -> None:
         staged = dict(contents)
         for fd in p.files:
-            top = fd.path.split("/", 1)[0]
-            if fd.kind == "create" and top not in tops and not startup_code.is_startup_path(fd.path):
+            outside = fd.path.split("/", 1)[0] not in tops  # a declared .pth may be at the root
+            if fd.kind == "create" and outside and not startup_code.is_startup_path(fd.path):
                 self.problem(
                     f"{p.id}: new file {fd.path} is outside {self.distribution}'s packages"
                 )
