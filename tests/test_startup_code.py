@@ -134,9 +134,9 @@ def test_status_and_explain_mark_an_undeclared_start_up_patch(demo: Demo) -> Non
     (patch,) = doc["patchsets"][0]["patches"]
     assert patch["status"] == "not applied" and patch["detail"].startswith("refused:")
     assert patch["startup_code"] == [{"path": "evil.pth", "change": "create", "declared": False}]
-    code, out, _ = demo.run("explain", "patch-9")
+    code, out, _ = demo.run("explain", "hook:patch-9")
     assert code == 0 and "refused: creates evil.pth" in out, out
-    match = json.loads(demo.run("explain", "patch-9", "--json")[1])["matches"][0]
+    match = json.loads(demo.run("explain", "hook:patch-9", "--json")[1])["matches"][0]
     assert match["startup_code"] == patch["startup_code"]
     # an ordinary patch carries no marker
     ordinary = json.loads(demo.run("status", "demo-fix", "--json")[1])["patchsets"][0]
@@ -151,12 +151,12 @@ def test_declared_start_up_file_applies_runs_and_reverts(demo: Demo) -> None:
     code, out, _ = demo.run("status", "hook")
     assert "applies cleanly; start-up code: creates evil.pth [declared]" in out, out
     code, out, err = demo.run("apply", "hook", "--dry-run")
-    assert code == 0 and "warning: would change start-up code" in out, err
+    assert code == 0 and "warning: hook would change start-up code" in out, err
     assert demo.venv.snapshot() == before
     code, out, err = demo.run("apply", "hook")
     assert code == 0, err
     assert (
-        "warning: changed start-up code, which runs at every interpreter start: "
+        "warning: hook changed start-up code, which runs at every interpreter start: "
         "patch-9 creates evil.pth (declared in [patchset] startup-code)"
     ) in out
     assert (demo.venv.site / "evil.pth").read_text() == PTH_LINE + "\n"
@@ -165,7 +165,7 @@ def test_declared_start_up_file_applies_runs_and_reverts(demo: Demo) -> None:
     status = json.loads(demo.run("status", "hook", "--json")[1])["patchsets"][0]["patches"][0]
     assert status["status"] == "applied"
     assert status["startup_code"] == [{"path": "evil.pth", "change": "create", "declared": True}]
-    assert "start-up code: creates evil.pth [declared]" in demo.run("explain", "patch-9")[1]
+    assert "start-up code: creates evil.pth [declared]" in demo.run("explain", "hook:patch-9")[1]
     assert demo.run("revert", "hook")[0] == 0
     assert demo.venv.snapshot() == before and _ran(demo) == ""
 
@@ -240,5 +240,5 @@ def test_json_apply_lists_the_start_up_files(
     code, out, _ = run_cli(capsys, *args, "apply", "hook", "--json")
     assert code == 0
     assert json.loads(out)["startup_code"] == [
-        {"patch": "patch-9", "path": "evil.pth", "change": "create"}
+        {"patchset": "hook", "patch": "patch-9", "path": "evil.pth", "change": "create"}
     ]

@@ -113,13 +113,14 @@ def _warn_startup(out: Output, ps: Patchset, applied: list[str], dry_run: bool) 
     """Declared start-up code is applied, but never silently (compatkit.startup_code)."""
     chosen = [p for p in ps.patches if p.id in applied]
     found = [(p.id, path, kind) for p in chosen for path, kind in startup_code.files(p)]
-    out.doc["startup_code"] = [{"patch": i, "path": p, "change": k} for i, p, k in found]
+    entries = [{"patchset": ps.name, "patch": i, "path": p, "change": k} for i, p, k in found]
+    out.doc.setdefault("startup_code", []).extend(entries)  # `apply` without a name: several
     if found:
         what = "; ".join(f"{i} {startup_code.VERBS[k]} {p}" for i, p, k in found)
         verb = "would change" if dry_run else "changed"
         out.line(
-            f"warning: {verb} start-up code, which runs at every interpreter start: {what} "
-            f"(declared in [patchset] {startup_code.KEY})",
+            f"warning: {ps.name} {verb} start-up code, which runs at every interpreter start: "
+            f"{what} (declared in [patchset] {startup_code.KEY})",
             style="yellow",
         )
 
