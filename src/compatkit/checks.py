@@ -163,9 +163,10 @@ def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus
         s.startup = startup_code.touches(ps, patch)
         if not s.startup:
             continue
-        refused = startup_code.undeclared(ps, [patch])
+        files = startup_code.files(patch)
+        refused = [startup_code.reason(p, k) for p, k in files if p not in ps.startup_code]
         if refused and s.status == "not applied" and s.detail.startswith("applies"):
-            s.detail = "refused: " + "; ".join(r.split(": ", 1)[1] for r in refused)
+            s.detail = "refused: " + "; ".join(refused)
         else:
             s.detail = "; ".join(filter(None, [s.detail, startup_code.marker(ps, patch)]))
     return statuses

@@ -94,11 +94,16 @@ def touches(ps: Patchset, patch: Patch) -> list[dict[str, object]]:
     ]
 
 
-def refusal(patch_id: str, path: str, kind: str) -> str:
+def reason(path: str, kind: str) -> str:
+    """Why an undeclared start-up file is refused, and what to do about it."""
     return (
-        f"{patch_id}: {VERBS[kind]} {path}, start-up code (runs at every interpreter start); "
+        f"{VERBS[kind]} {path}, start-up code (runs at every interpreter start); "
         f'if intended, declare it in patchset.toml: [patchset] {KEY} = ["{path}"]'
     )
+
+
+def refusal(patch_id: str, path: str, kind: str) -> str:
+    return f"{patch_id}: {reason(path, kind)}"
 
 
 def undeclared(ps: Patchset, patches: Iterable[Patch]) -> list[str]:
