@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from compatkit import startup_code
 from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.patchset import Patchset
@@ -93,7 +94,7 @@ def state_problems(dist: Dist, state: State) -> list[str]:
 
 
 class PatchStatus(Value):
-    __slots__ = ("id", "status", "detail", "textual")
+    __slots__ = ("id", "status", "detail", "textual", "startup")
 
     def __init__(
         self, id: str, status: Status, detail: str = "", textual: Status | None = None
@@ -102,6 +103,7 @@ class PatchStatus(Value):
         self.status = status  # APPLIED, NOT_APPLIED, DRIFTED, EXCLUDED, OUTDATED, NOT_APPLICABLE
         self.detail = detail
         self.textual = textual  # not applied: APPLIES, PRESENT or CONFLICT on the files here
+        self.startup: list[dict[str, object]] = []  # what startup_code.touches() says
 
 
 def _drifted_ids(dist: Dist, state: State) -> set[str]:
@@ -154,7 +156,29 @@ def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     return out
 
 
+def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus]:
+    """Say which patches touch start-up code; one that would apply but is undeclared is
+    refused, as ``apply`` refuses it."""
+    for s, patch in zip(statuses, ps.patches, strict=True):
+        s.startup = startup_code.touches(ps, patch)
+        if not s.startup:
+            continue
+        files = startup_code.files(patch)
+        refused = [startup_code.reason(p, k) for p, k in files if p not in ps.startup_code]
+        if refused and s.status is Status.NOT_APPLIED and s.textual is Status.APPLIES:
+            s.detail = "refused: " + "; ".join(refused)
+        else:
+            s.detail = "; ".join(filter(None, [s.detail, startup_code.marker(ps, patch)]))
+    return statuses
+
+
 def patch_statuses(
+    ps: Patchset, env: Environment, dist: Dist | None, state: State | None
+) -> list[PatchStatus]:
+    return _mark_startup(ps, _statuses(ps, env, dist, state))
+
+
+def _statuses(
     ps: Patchset, env: Environment, dist: Dist | None, state: State | None
 ) -> list[PatchStatus]:
     if state is None:

@@ -68,6 +68,7 @@ class Patchset(Value):
         "series",
         "smoke_root",
         "own_smoke",
+        "startup_code",
         "_specifier",
         "_requires",
     )
@@ -86,6 +87,7 @@ class Patchset(Value):
         series: tuple[str, ...] = (),
         smoke_root: Path | None = None,  # whose smoke/ holds the tests (smoke-from)
         own_smoke: bool = False,  # smoke-from, and a smoke/ of its own on top of it
+        startup_code: tuple[str, ...] = (),  # start-up files it may touch (compatkit.startup_code)
     ) -> None:
         self.name, self.version, self.summary = name, version, summary
         self.distribution = distribution
@@ -97,6 +99,7 @@ class Patchset(Value):
         self.series = series
         self.smoke_root = root if smoke_root is None else smoke_root
         self.own_smoke = own_smoke
+        self.startup_code = startup_code
         self._specifier: SpecifierSet | None = None
         self._requires: tuple[Requirement, ...] | None = None
 
@@ -283,4 +286,5 @@ def load_patchset(root: Path) -> Patchset:
         series=tuple(checked.series),
         smoke_root=checked.smoke,
         own_smoke=checked.own_smoke,
+        startup_code=checked.startup_code,
     )

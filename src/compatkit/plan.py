@@ -8,6 +8,7 @@ one on the same overlay, so both land in one transaction.
 
 from __future__ import annotations
 
+from compatkit import startup_code
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.patchset import Patch, Patchset
@@ -231,6 +232,8 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
             if fd.kind != "create" and fd.path not in owned:
                 problems.append(f"{patch.id}: {fd.path} is not a file of {ps.distribution}")
             elif fd.kind == "create" and (top not in tops or top.endswith(".dist-info")):
+                if startup_code.is_startup_path(fd.path):
+                    continue  # a root .pth, sitecustomize: allowed if declared (plan_apply)
                 problems.append(
                     f"{patch.id}: new file {fd.path} is outside {ps.distribution}'s packages"
                 )
@@ -257,7 +260,7 @@ class ApplyPlan:
 def plan_apply(ov: Overlay, ps: Patchset, excluded: list[str], force: bool) -> ApplyPlan:
     """Plan the series minus ``excluded`` on ``ov``; raise CompatkitError listing problems."""
     selected = [p for p in ps.patches if p.id not in excluded]
-    problems = _check_ownership(ov, ps, selected)
+    problems = _check_ownership(ov, ps, selected) + startup_code.undeclared(ps, selected)
     paths = list(dict.fromkeys(fd.path for p in selected for fd in p.files))
     if not problems and not force:
         problems = _check_record(ov, paths)

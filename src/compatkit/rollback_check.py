@@ -6,7 +6,8 @@ writes a byte, every path it names must:
 - resolve inside the site-packages root through real directories, never a symlink
   (:func:`compatkit.paths.resolve_inside`), and end at a regular file or at nothing;
 - belong to the distribution: compatkit's own files in its ``.dist-info``, a file RECORD
-  lists, or a file inside one of its top-level packages (new files, moved bytecode);
+  lists (now, or as the journal saved it), a file inside one of its top-level packages (new
+  files, moved bytecode), or a root start-up file (a declared ``.pth``) the journal created;
 - be in the state the interrupted transaction can have left it in: a file holds its
   "before" or its "after" bytes (atomic replace: nothing in between); a rename either
   happened or did not.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import os
 
+from compatkit import startup_code
 from compatkit.errors import CompatkitError
 from compatkit.journal import Entry, sha256
 from compatkit.paths import resolve_inside
@@ -32,6 +34,11 @@ def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
     if not isinstance(raw_record, bytes):
         return [f"{dist.name} {dist.version} has no readable RECORD"]
     owned = Record.parse(raw_record).paths()
+    # ... and as it was when the transaction began (a revert may have written the new RECORD
+    # already; its saved bytes are hash-checked by compatkit.journal)
+    saved = next((e.before for e in entries if e.path == dist.record_relpath), None)
+    if saved is not None:
+        owned |= Record.parse(saved).paths()
     tops = {p.split("/", 1)[0] for p in owned if "/" in p}
     info = dist.dist_info.name
     problems: list[str] = []
@@ -45,12 +52,21 @@ def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
             except CompatkitError as exc:
                 problems.append(exc.message)
                 continue
-            top = path.split("/", 1)[0]
-            if top != info and path not in owned and (top not in tops or top.endswith(".data")):
+            if not _owned(path, entry, info, owned, tops):
                 problems.append(f"{path} is not a file of {dist.name}")
     if not problems:
         problems = _state_problems(dist, entries)
     return problems
+
+
+def _owned(path: str, entry: Entry, info: str, owned: set[str], tops: set[str]) -> bool:
+    """compatkit's own, in RECORD, or inside one of the dist's packages; or a root start-up
+    file (a declared ``.pth``) that this journal created, which a rollback only removes."""
+    top = path.split("/", 1)[0]
+    if top == info or path in owned or (top in tops and not top.endswith(".data")):
+        return True
+    created = entry.move_to is None and entry.before is None
+    return created and startup_code.is_startup_path(path)
 
 
 def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:

@@ -12,9 +12,9 @@ added once, here, in :data:`KEYS`.
 >>> root = pathlib.Path(tempfile.mkdtemp()) / "p"
 >>> root.mkdir()
 >>> _ = (root / "patchset.toml").write_text('[patchset]\\nname = "p"\\nrequire = []\\n')
->>> validate(root).problems[:2]
-["unknown key 'require' in [patchset] (known: name, version, summary, series, smoke-from)", \
-'missing [target] table']
+>>> validate(root).problems[:2]  # doctest: +NORMALIZE_WHITESPACE
+["unknown key 'require' in [patchset] (known: name, version, summary, series, smoke-from,
+startup-code)", 'missing [target] table']
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from compatkit import cache
+from compatkit import cache, startup_code
 from compatkit.errors import CompatkitError
 from compatkit.patchset import Patch, parse_patch, smoke_clashes, smoke_root_for
 
 # every key patchset.toml may hold, per table ("" is the top level)
 KEYS: dict[str, tuple[str, ...]] = {
     "": ("patchset", "target", "series"),
-    "patchset": ("name", "version", "summary", "series", "smoke-from"),
+    "patchset": ("name", "version", "summary", "series", "smoke-from", "startup-code"),
     "target": ("distribution", "specifier", "requires", "series"),
 }
 
@@ -47,6 +47,7 @@ class Checked:
         "digest",
         "smoke",
         "own_smoke",
+        "startup_code",
     )
 
     def __init__(self, root: Path) -> None:
@@ -59,6 +60,7 @@ class Checked:
         self.digest = ""
         self.smoke = root  # the patchset directory whose smoke/ holds the (shared) tests
         self.own_smoke = False  # smoke-from, and a smoke/ of its own on top of it
+        self.startup_code: tuple[str, ...] = ()  # start-up files it may touch (startup_code)
 
     def text(self, table: dict[str, object], key: str, name: str) -> str:
         value = table.get(key)
@@ -115,6 +117,10 @@ def _tables(checked: Checked, data: dict[str, object]) -> None:
     except CompatkitError as exc:
         checked.problems.append(exc.message)
     _own_smoke(checked)
+    try:
+        checked.startup_code = startup_code.declared(meta, "[patchset]")
+    except CompatkitError as exc:
+        checked.problems.append(exc.message)
 
 
 def _own_smoke(checked: Checked) -> None:

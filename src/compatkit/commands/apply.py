@@ -6,10 +6,12 @@ environment (:mod:`compatkit.ops.select`).
 
 from __future__ import annotations
 
+from compatkit import startup_code
 from compatkit.config import ProjectConfig
 from compatkit.ops.apply import ApplyResult, apply_patchset
 from compatkit.ops.select import select
 from compatkit.output import Output
+from compatkit.patchset import Patchset
 from compatkit.registry import Registry
 from compatkit.target import Environment
 
@@ -49,6 +51,7 @@ def render(result: ApplyResult, out: Output) -> int:
         excluded=state.excluded,
         replaced_version=replaced.version if replaced else None,
     )
+    _warn_startup(out, ps, state.applied, dry_run)
     verb = "would apply" if dry_run else "applied"
     report = result.files
     shown = [(p, i) for p, i in report.items() if len(report) <= 20 or i["offsets"]]
@@ -70,3 +73,19 @@ def render(result: ApplyResult, out: Output) -> int:
         style="green",
     )
     return 0
+
+
+def _warn_startup(out: Output, ps: Patchset, applied: list[str], dry_run: bool) -> None:
+    """Declared start-up code is applied, but never silently (compatkit.startup_code)."""
+    chosen = [p for p in ps.patches if p.id in applied]
+    found = [(p.id, path, kind) for p in chosen for path, kind in startup_code.files(p)]
+    entries = [{"patchset": ps.name, "patch": i, "path": p, "change": k} for i, p, k in found]
+    out.doc.setdefault("startup_code", []).extend(entries)  # `apply` without a name: several
+    if found:
+        what = "; ".join(f"{i} {startup_code.VERBS[k]} {p}" for i, p, k in found)
+        verb = "would change" if dry_run else "changed"
+        out.line(
+            f"warning: {ps.name} {verb} start-up code, which runs at every interpreter start: "
+            f"{what} (declared in [patchset] {startup_code.KEY})",
+            style="yellow",
+        )

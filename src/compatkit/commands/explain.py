@@ -66,6 +66,7 @@ def explain(registry: Registry, env: Environment, query: str, out: Output | None
                 "fields": patch.fields,
                 "state": here.status,
                 "detail": here.detail,
+                "startup_code": here.startup,  # also in detail: "start-up code: creates x.pth"
                 "diff": patch.diff_text,
             }
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from compatkit import startup_code
 from compatkit.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.engine import HunkMismatch, apply_file
 from compatkit.errors import CompatkitError
@@ -53,6 +54,7 @@ class _Lint:
         self.distribution = ""
         self.specifier: SpecifierSet | None = None
         self.smoke_root = root
+        self.startup_code: tuple[str, ...] = ()
 
     def problem(self, text: str) -> None:
         self.problems.append(text)
@@ -63,6 +65,7 @@ class _Lint:
         self.problems += checked.problems
         self.patches = checked.patches
         self.smoke_root = checked.smoke
+        self.startup_code = checked.startup_code
         self.distribution = str(checked.target.get("distribution", ""))
         specifier = checked.target.get("specifier")
         if isinstance(specifier, str) and specifier.strip():
@@ -88,6 +91,25 @@ class _Lint:
                 except CompatkitError as exc:
                     self.problem(f"{label}: {exc.message}")
             self.smoke(p, label)
+        self.check_startup()
+
+    def check_startup(self) -> None:
+        """Undeclared start-up code is an error, declared a note, a stale declaration an error
+        (it would let a later patch touch that file unnoticed)."""
+        touched: set[str] = set()
+        for p in self.patches:
+            for path, kind in startup_code.files(p):
+                touched.add(path)
+                if path in self.startup_code:
+                    self.notes.append(
+                        f"{p.id}: {startup_code.VERBS[kind]} start-up code {path} "
+                        f"(declared in {startup_code.KEY}): it runs at every interpreter start"
+                    )
+                else:
+                    self.problem(startup_code.refusal(p.id, path, kind))
+        for path in self.startup_code:
+            if path not in touched:
+                self.problem(f"patchset.toml: {startup_code.KEY} lists {path}, no patch touches it")
 
     def smoke(self, p: Patch, label: str) -> None:
         rel = p.fields.get("smoke-test", "").strip()
@@ -130,7 +152,8 @@ class _Lint:
     def _apply(self, p: Patch, contents: dict[str, bytes | None], tops: set[str], ver: str) -> None:
         staged = dict(contents)
         for fd in p.files:
-            if fd.kind == "create" and fd.path.split("/", 1)[0] not in tops:
+            outside = fd.path.split("/", 1)[0] not in tops  # a declared .pth may be at the root
+            if fd.kind == "create" and outside and not startup_code.is_startup_path(fd.path):
                 self.problem(
                     f"{p.id}: new file {fd.path} is outside {self.distribution}'s packages"
                 )

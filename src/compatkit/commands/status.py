@@ -27,7 +27,10 @@ def status(
                 "installed": dist.version if dist else None,
                 "state": summary,
                 "applied_version": state.version if state else None,
-                "patches": [{"id": s.id, "status": s.status, "detail": s.detail} for s in statuses],
+                "patches": [
+                    {"id": s.id, "status": s.status, "detail": s.detail, "startup_code": s.startup}
+                    for s in statuses
+                ],
             }
         )
         rows = [
