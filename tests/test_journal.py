@@ -144,7 +144,7 @@ def test_a_created_file_outside_the_dist_is_refused(crashed: Crashed) -> None:
     doc = crashed.doc()
     doc["entries"].insert(0, {"path": "other/keep.py", "before": None, "after": None})  # type: ignore[attr-defined]
     crashed.save(doc)
-    crashed.assert_refused("other/keep.py is not a file of demo")
+    crashed.assert_refused("other/keep.py is outside demo's packages")
     assert (crashed.site / "other" / "keep.py").exists()
 
 

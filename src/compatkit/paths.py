@@ -53,7 +53,11 @@ def check_relpath(path: str, own_metadata: str | None = None) -> None:
 
 
 def resolve_inside(
-    root: Path, path: str, dirs_ok: set[str] | None = None, own_metadata: str | None = None
+    root: Path,
+    path: str,
+    dirs_ok: set[str] | None = None,
+    own_metadata: str | None = None,
+    replace_last: bool = False,  # the last component may be a symlink: it is replaced, not read
 ) -> Path:
     """``root / path``, refusing symlinks anywhere between root and the file, and any
     existing component that is not a directory (or, last, not a regular file).
@@ -78,6 +82,8 @@ def resolve_inside(
             break
         except OSError as exc:  # a name too long, ...
             raise _refuse(path, exc.strerror or str(exc)) from None
+        if stat.S_ISLNK(mode) and last and replace_last:
+            break
         if stat.S_ISLNK(mode):
             raise _refuse(path, f"{full} is a symlink")
         if not last and not stat.S_ISDIR(mode):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from compatkit import startup_code
 from compatkit.engine import SeriesConflict, SeriesResult, apply_series
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.ownership import Ownership
 from compatkit.patchset import Patch, Patchset
 from compatkit.records import Record, Row, hash_bytes, row_for
 from compatkit.state import (
@@ -218,9 +219,8 @@ def _restore_rows(record: Record, drop: set[str], rows: list[tuple[int | None, s
 
 def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[str]:
     problems: list[str] = []
-    owned = ov.record.paths()
+    own = Ownership(ov.record.paths(), ov.dist.dist_info.name, ov.files.lexists, ps.distribution)
     dirs_ok: set[str] = set()
-    tops = {p.split("/", 1)[0] for p in owned if "/" in p and not p.startswith("..")}
     for patch in patches:
         for fd in patch.files:
             try:
@@ -228,15 +228,18 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
             except CompatkitError as exc:
                 problems.append(f"{patch.id}: {exc.message}")
                 continue
-            top = fd.path.split("/", 1)[0]
-            if fd.kind != "create" and fd.path not in owned:
+            if fd.kind != "create" and fd.path not in own.owned:
                 problems.append(f"{patch.id}: {fd.path} is not a file of {ps.distribution}")
-            elif fd.kind == "create" and (top not in tops or top.endswith(".dist-info")):
-                if startup_code.is_startup_path(fd.path):
-                    continue  # a root .pth, sitecustomize: allowed if declared (plan_apply)
+                continue
+            if fd.kind != "create" or startup_code.is_startup_path(fd.path):
+                continue  # a root .pth, sitecustomize: allowed if declared (plan_apply)
+            why = own.problem(fd.path)
+            if why and why.endswith("packages"):
                 problems.append(
                     f"{patch.id}: new file {fd.path} is outside {ps.distribution}'s packages"
                 )
+            elif why:
+                problems.append(f"{patch.id}: new file {why}")
     return problems
 
 

@@ -23,6 +23,7 @@ import os
 from compatkit import startup_code
 from compatkit.errors import CompatkitError
 from compatkit.journal import Entry, sha256
+from compatkit.ownership import Ownership
 from compatkit.paths import resolve_inside
 from compatkit.records import Record
 from compatkit.target import Dist
@@ -30,43 +31,60 @@ from compatkit.target import Dist
 
 def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
     """Every reason the rollback of ``entries`` must not run (empty: it may)."""
+    return path_problems(dist, entries) or _state_problems(dist, entries)
+
+
+def _ownership(dist: Dist, entries: list[Entry]) -> Ownership | str:
     raw_record = _read(dist, dist.record_relpath)
     if not isinstance(raw_record, bytes):
-        return [f"{dist.name} {dist.version} has no readable RECORD"]
+        return f"{dist.name} {dist.version} has no readable RECORD"
     owned = Record.parse(raw_record).paths()
     # ... and as it was when the transaction began (a revert may have written the new RECORD
     # already; its saved bytes are hash-checked by compatkit.journal)
     saved = next((e.before for e in entries if e.path == dist.record_relpath), None)
     if saved is not None:
         owned |= Record.parse(saved).paths()
-    tops = {p.split("/", 1)[0] for p in owned if "/" in p}
-    info = dist.dist_info.name
+    # folders this transaction creates do not count as someone else's existing folders
+    made = {
+        "/".join(e.path.split("/")[:i])
+        for e in entries
+        if e.move_to is None and e.before is None
+        for i in range(1, e.path.count("/") + 1)
+    }
+
+    def exists(folder: str) -> bool:
+        return folder not in made and dist.files.lexists(folder)
+
+    return Ownership(owned, dist.dist_info.name, exists, dist.name)
+
+
+def path_problems(dist: Dist, entries: list[Entry]) -> list[str]:
+    """Every path of ``entries`` that is not inside the root through real directories, or
+    not the distribution's (:mod:`compatkit.ownership`; a root start-up file, a declared
+    ``.pth``, that the transaction creates is allowed). Checked before a transaction writes
+    (:func:`compatkit.txn.commit`) and before a rollback does."""
+    own = _ownership(dist, entries)
+    if isinstance(own, str):
+        return [own]
     problems: list[str] = []
     dirs_ok: set[str] = set()
+    info = dist.dist_info.name
     for entry in entries:
         for path in (entry.path, entry.move_to):
             if path is None:
                 continue
             try:
-                resolve_inside(dist.root, path, dirs_ok, own_metadata=info)
+                resolve_inside(dist.root, path, dirs_ok, own_metadata=info, replace_last=True)
             except CompatkitError as exc:
                 problems.append(exc.message)
                 continue
-            if not _owned(path, entry, info, owned, tops):
-                problems.append(f"{path} is not a file of {dist.name}")
-    if not problems:
-        problems = _state_problems(dist, entries)
+            created = entry.move_to is None and entry.before is None
+            if created and "/" not in path and startup_code.is_startup_path(path):
+                continue
+            why = own.problem(path)
+            if why:
+                problems.append(why)
     return problems
-
-
-def _owned(path: str, entry: Entry, info: str, owned: set[str], tops: set[str]) -> bool:
-    """compatkit's own, in RECORD, or inside one of the dist's packages; or a root start-up
-    file (a declared ``.pth``) that this journal created, which a rollback only removes."""
-    top = path.split("/", 1)[0]
-    if top == info or path in owned or (top in tops and not top.endswith(".data")):
-        return True
-    created = entry.move_to is None and entry.before is None
-    return created and startup_code.is_startup_path(path)
 
 
 def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:

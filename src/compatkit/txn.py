@@ -135,6 +135,9 @@ def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int])
             modes[change.relpath] = mode = stat.S_IMODE(st.st_mode)
             entries.append(journal.Entry(change.relpath, data, after, mode, st.st_mtime_ns))
             _step()
+    problems = rollback_check.path_problems(dist, entries)  # every write, not only apply's
+    if problems:
+        raise CompatkitError(f"refusing to write {dist.name}'s files", problems)
     (tmp / "journal.json").write_bytes(journal.index(dist.dist_info.name, entries))
     _sync_fs(tmp)
     final = dist.dist_info / JOURNAL
@@ -212,6 +215,9 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
     try:
         modes: dict[str, int] = {}
         journal = _write_journal(dist, changes, modes)
+    except CompatkitError as exc:
+        _rmtree(dist.dist_info / f"{JOURNAL}.tmp")
+        raise CompatkitError(f"{exc.message}; nothing was changed", exc.problems) from None
     except OSError as exc:
         _rmtree(dist.dist_info / f"{JOURNAL}.tmp")
         raise _write_error(dist, exc) from None
