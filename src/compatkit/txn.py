@@ -32,6 +32,8 @@ from compatkit.value import Value
 
 JOURNAL = "compatkit-journal"
 TMP_SUFFIX = atomic.TMP_SUFFIX
+RESERVE = "reserve"  # in the journal folder: the space a rollback needs
+_RESERVE_SLACK = 64 * 1024  # directory entries, the journal's own rename
 _steps = 0
 
 
@@ -62,7 +64,8 @@ class Change(Value):
 
 
 def _step() -> None:
-    """A write step. Tests set COMPATKIT_CRASH_AT=N to be SIGKILLed at step N."""
+    """A write step. Tests set COMPATKIT_CRASH_AT=N to be SIGKILLed at step N, or
+    COMPATKIT_PAUSE_AT=N:FILE to wait there (creating FILE.waiting) until FILE exists."""
     global _steps
     _steps += 1
     crash_at = os.environ.get("COMPATKIT_CRASH_AT")
@@ -70,6 +73,18 @@ def _step() -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
+    pause_at, _, go = os.environ.get("COMPATKIT_PAUSE_AT", "").partition(":")
+    if pause_at and int(pause_at) == _steps:
+        _wait_for(go)
+
+
+def _wait_for(go: str) -> None:
+    import time
+
+    open(f"{go}.waiting", "w").close()
+    deadline = time.monotonic() + 60
+    while not os.path.exists(go) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def _sync_fs(path: Path) -> None:
@@ -138,12 +153,24 @@ def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int])
     problems = rollback_check.path_problems(dist, entries)  # every write, not only apply's
     if problems:
         raise CompatkitError(f"refusing to write {dist.name}'s files", problems)
+    _reserve(tmp / RESERVE, sum(len(e.before) for e in entries if e.before is not None))
     (tmp / "journal.json").write_bytes(journal.index(dist.dist_info.name, entries))
     _sync_fs(tmp)
     final = dist.dist_info / JOURNAL
     os.replace(tmp, final)
     _step()
     return final
+
+
+def _reserve(path: Path, size: int) -> None:
+    """Hold the disk space a rollback needs (every saved file written back once), so a disk
+    that fills up during the writes still has room to restore them: the rollback frees it
+    first. Fails, before any target is written, when that space is not there."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, size + _RESERVE_SLACK)
+    finally:
+        os.close(fd)
 
 
 def _before(target: str, change: Change) -> tuple[bytes | None, os.stat_result | None]:
@@ -232,13 +259,30 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
         _sync_fs(dist.root)
         _finish(journal)
     except OSError as exc:
-        _rollback(dist, journal)
+        try:
+            _rollback(dist, journal)
+        except OSError as second:
+            raise _stuck(dist, journal, second, f"{_where(dist, exc)}: {exc.strerror}") from None
         raise _write_error(dist, exc) from None
 
 
+def _where(dist: Dist, exc: OSError) -> str:
+    return str(exc.filename or dist.root)
+
+
 def _write_error(dist: Dist, exc: OSError) -> CompatkitError:
-    where = exc.filename or dist.root
-    return CompatkitError(f"cannot write {where}: {exc.strerror}; nothing was changed")
+    return CompatkitError(f"cannot write {_where(dist, exc)}: {exc.strerror}; nothing was changed")
+
+
+def _stuck(dist: Dist, folder: Path, exc: OSError, first: str = "") -> CompatkitError:
+    """The rollback itself failed: the files are mixed, the journal is kept, say what to do."""
+    cause = f"cannot write {first}, and " if first else ""
+    return CompatkitError(
+        f"{cause}rolling back failed too ({_where(dist, exc)}: {exc.strerror}): "
+        f"{dist.name}'s files are partly changed and the journal {folder} is kept; fix the "
+        f"cause (free disk space, a read-write mount, the files' owner), then run "
+        f"'compatkit recover {dist.name}'"
+    )
 
 
 def _rollback(dist: Dist, folder: Path) -> None:
@@ -247,6 +291,8 @@ def _rollback(dist: Dist, folder: Path) -> None:
     problems = rollback_check.disk_problems(dist, entries)
     if problems:
         raise journal.JournalError(problems[0], problems[1:])
+    with contextlib.suppress(OSError):  # a read-only file system: the writes will say so
+        os.unlink(folder / RESERVE)
     for entry in reversed(entries):
         target = dist.root / entry.path
         if entry.move_to is not None:
@@ -298,6 +344,8 @@ def recover(dist: Dist) -> bool:
         return False
     try:
         _rollback(dist, folder)
+    except OSError as exc:
+        raise _stuck(dist, folder, exc) from None
     except journal.JournalError as exc:
         raise journal.JournalError(
             f"refused {folder} (left by an interrupted compatkit run): {exc.message}; nothing "
