@@ -7,6 +7,8 @@ host's mounts are never touched, and the mounts vanish with the namespace.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -46,6 +48,22 @@ def _in_namespace(script: str, tmp: Path) -> str:
 
 def _cmd(demo: Demo, *args: str) -> str:
     return shlex.join(demo.command(*args))
+
+
+_DUMP = """
+import hashlib, json, pathlib, sys
+sys.path.insert(0, sys.argv[1])
+from reliability import snapshot
+tree = snapshot(pathlib.Path(sys.argv[2]))
+pathlib.Path(sys.argv[3]).write_text(json.dumps({k: hashlib.sha256(v).hexdigest()
+                                                 for k, v in tree.items()}))
+"""
+
+
+def _dump(site: Path, out: Path) -> str:
+    """A shell command writing the SHA-256 of every file below ``site`` to ``out`` (JSON)."""
+    here = str(Path(__file__).parent)
+    return shlex.join([sys.executable, "-c", _DUMP, here, str(site), str(out)])
 
 
 def test_read_only_remount_mid_apply_then_recover(demo: Demo, tmp_path: Path) -> None:
@@ -91,34 +109,25 @@ def test_a_full_small_tmpfs_never_leaves_a_mixed_tree(demo: Demo, tmp_path: Path
     saved = tmp_path / "saved"
     shutil.copytree(site, saved, symlinks=True)
     lines = []
-    for free_kib in range(0, 100, 4):
+    for kib in range(0, 100, 4):
         lines.append(f"""
 mount -t tmpfs -o size=1m tmpfs {site}
 cp -a {saved}/. {site}/
-avail=$(df -k --output=avail {site} | tail -1)
-fill=$((avail - {free_kib}))
+fill=$(( $(df -k --output=avail {site} | tail -1) - {kib} ))
 [ $fill -gt 0 ] && head -c $((fill * 1024)) /dev/zero > {site}/zz-filler 2>/dev/null
-{_cmd(demo, "apply", "demo-fix")} > /dev/null 2> {tmp_path}/err-{free_kib}
+{_cmd(demo, "apply", "demo-fix")} > /dev/null 2> {tmp_path}/err-{kib}
 code=$?
 rm -f {site}/zz-filler
-{sys.executable} -c "import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
-from reliability import snapshot; import json, pathlib, hashlib
-print(json.dumps({{k: hashlib.sha256(v).hexdigest() for k, v in
-    snapshot(pathlib.Path({str(site)!r})).items()}}))" > {tmp_path}/tree-{free_kib}.json
-if [ $code -eq 0 ]; then {_cmd(demo, "revert", "demo-fix")} > /dev/null 2>&1; echo "rev-{free_kib}=$?"
-  {sys.executable} -c "import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
-from reliability import snapshot; import json, pathlib, hashlib
-print(json.dumps({{k: hashlib.sha256(v).hexdigest() for k, v in
-    snapshot(pathlib.Path({str(site)!r})).items()}}))" > {tmp_path}/back-{free_kib}.json
+{_dump(site, tmp_path / f"tree-{kib}.json")}
+if [ $code -eq 0 ]; then
+  {_cmd(demo, "revert", "demo-fix")} > /dev/null 2>&1; echo "rev-{kib}=$?"
+  {_dump(site, tmp_path / f"back-{kib}.json")}
 fi
-echo "apply-{free_kib}=$code"
+echo "apply-{kib}=$code"
 umount {site}
 """)
     out = _in_namespace("".join(lines), tmp_path)
     codes = dict(line.split("=") for line in out.split())
-    import hashlib
-    import json
-
     pristine = {k: hashlib.sha256(v).hexdigest() for k, v in snapshot(saved).items()}
     applied = refused = 0
     for free_kib in range(0, 100, 4):
