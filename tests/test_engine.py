@@ -85,3 +85,28 @@ def test_create_refuses_existing_and_delete_checks_content() -> None:
 def test_two_hunks_with_growing_offset() -> None:
     text = "--- a/m\n+++ b/m\n@@ -1,2 +1,3 @@\n a\n+new\n b\n@@ -5,2 +6,2 @@\n e\n-f\n+F\n"
     assert apply_file(b"a\nb\nc\nd\ne\nf\n", fd(text)).data == b"a\nnew\nb\nc\nd\ne\nF\n"
+
+
+def test_the_hunk_search_is_linear_in_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """30,000 identical lines and a hunk that matches nowhere: the old position-by-position
+    scan compared the hunk at all 60,000 offsets (25-50 s); now only hash candidates are
+    compared. Counted, not timed. And a hunk that matches everywhere: its own line wins."""
+    from compatkit import engine
+
+    calls: list[int] = []
+    real = engine._matches
+
+    def counted(*args: object) -> bool:
+        calls.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "_matches", counted)
+    body = b"x = 1\n" * 30_000
+    nowhere = fd("--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 3\n x = 1\n")
+    with pytest.raises(HunkMismatch):
+        apply_file(body, nowhere)
+    assert len(calls) < 5, len(calls)
+    everywhere = fd("--- a/m.py\n+++ b/m.py\n@@ -20000,2 +20000,2 @@\n x = 1\n-x = 1\n+x = 2\n")
+    result = apply_file(b"y = 0\n" + body, everywhere)
+    lines = result.data.split(b"\n") if result.data else []
+    assert lines.index(b"x = 2") == 20_000 and result.offsets == (0,)

@@ -1,3 +1,3 @@
-from compatkit.cli import main
+from compatkit._entry import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -15,7 +15,7 @@ from compatkit.engine import SeriesConflict, apply_series
 from compatkit.patchset import Patchset
 from compatkit.records import hash_bytes
 from compatkit.results import Status
-from compatkit.state import State
+from compatkit.state import FileState, State, states_of
 from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
@@ -74,13 +74,42 @@ def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> l
     return [p for p in problems if p]
 
 
+def expected_sha(state: State, f: FileState, others: list[State]) -> str | None:
+    """What ``f`` should hold now: what ``state`` wrote, or, where another applied patchset
+    started from exactly those bytes (two patchsets stacked on one file), what that one wrote."""
+    sha, seen = f.written_sha, {state.patchset}
+    while sha is not None:
+        on_top = next(
+            (
+                (o, g)
+                for o in others
+                if o.patchset not in seen
+                for g in o.files
+                if g.path == f.path and g.original_sha == sha
+            ),
+            None,
+        )
+        if on_top is None:
+            break
+        seen.add(on_top[0].patchset)
+        sha = on_top[1].written_sha
+    return sha
+
+
+def stacked_on(state: State, others: list[State]) -> list[str]:
+    """The other applied patchsets that patched a file again after ``state`` did."""
+    mine = {(f.path, f.written_sha) for f in state.files}
+    return sorted({o.patchset for o in others for g in o.files if (g.path, g.original_sha) in mine})
+
+
 def state_problems(dist: Dist, state: State) -> list[str]:
-    """Files that no longer hold the bytes compatkit wrote."""
+    """Files that no longer hold the bytes compatkit wrote (or a patchset stacked on top)."""
     problems = []
+    others = [s for s in states_of(dist) if s.patchset != state.patchset]
     for f in state.files:
         data = dist.read(f.path)
         current = None if data is None else hash_bytes(data)
-        if current == f.written_sha:
+        if current == expected_sha(state, f, others):
             continue
         if data is None:
             problems.append(f"{f.path} is missing")
@@ -108,9 +137,10 @@ class PatchStatus(Value):
 
 def _drifted_ids(dist: Dist, state: State) -> set[str]:
     drifted: set[str] = set()
+    others = [s for s in states_of(dist) if s.patchset != state.patchset]
     for f in state.files:
         data = dist.read(f.path)
-        if (None if data is None else hash_bytes(data)) != f.written_sha:
+        if (None if data is None else hash_bytes(data)) != expected_sha(state, f, others):
             drifted.update(f.patches)
     return drifted
 

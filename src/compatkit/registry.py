@@ -36,7 +36,11 @@ class Registry:
             if (base / "patchset.toml").is_file():
                 found[base.name] = base
                 continue
-            for child in sorted(base.iterdir()):
+            try:
+                children = sorted(base.iterdir())
+            except OSError as exc:  # unreadable: say which folder, and why
+                raise UsageError(f"--patchset-dir {base}: {exc.strerror}") from None
+            for child in children:
                 if (child / "patchset.toml").is_file():
                     found[child.name] = child
         return found

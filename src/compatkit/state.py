@@ -177,13 +177,13 @@ def load_state(dist: Dist, patchset: str) -> State | None:
         return State.from_json(path.read_bytes())
     except FileNotFoundError:
         return None
-    except (ValueError, TypeError, KeyError) as exc:
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
         raise CompatkitError(f"{path}: unreadable compatkit state ({exc})") from None
 
 
 def states_of(dist: Dist) -> list[State]:
     folder = dist.dist_info / STATE_DIR
-    names = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+    names = sorted(p.stem for p in folder.glob("*.json") if p.is_file()) if folder.is_dir() else []
     return [s for s in (load_state(dist, n) for n in names) if s is not None]
 
 
@@ -191,6 +191,8 @@ def find_applied(env: Environment, patchset: str) -> Dist | None:
     """The distribution in ``env`` that holds state for ``patchset``, if any."""
     for base in env.paths:
         for state_file in Path(base).glob(f"*.dist-info/{STATE_DIR}/{patchset}.json"):
+            if not state_file.is_file():
+                continue
             dist = Dist.at(state_file.parent.parent)  # the state lives in its dist's metadata
             if dist is not None:
                 return dist
@@ -201,5 +203,6 @@ def applied_patchsets(env: Environment) -> list[str]:
     """Names of every patchset applied anywhere in ``env``."""
     names: set[str] = set()
     for base in env.paths:
-        names.update(p.stem for p in Path(base).glob(f"*.dist-info/{STATE_DIR}/*.json"))
+        found = Path(base).glob(f"*.dist-info/{STATE_DIR}/*.json")
+        names.update(p.stem for p in found if p.is_file())  # not a backup folder "x.json/"
     return sorted(names)

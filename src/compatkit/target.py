@@ -249,7 +249,12 @@ def _probe(python: str, exe: str) -> dict[str, object]:
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise UsageError(f"--python {python}: not a working Python ({last})")
-    info: dict[str, object] = json.loads(proc.stdout)
+    try:
+        info = json.loads(proc.stdout)
+    except ValueError:
+        info = None
+    if not isinstance(info, dict):  # /bin/true, a wrapper that prints something else
+        raise UsageError(f"--python {python}: not a Python interpreter (no answer to the probe)")
     return info
 
 

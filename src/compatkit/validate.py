@@ -149,14 +149,22 @@ def _unknown(checked: Checked, name: str, table: dict[str, object]) -> None:
 def _series(checked: Checked, digest: hashlib._Hash, deep: bool) -> None:
     root = checked.root.resolve()
     for entry in checked.series:
-        path = (checked.root / entry).resolve()
-        if not path.is_relative_to(root):
+        if not entry.isprintable() or not entry.strip():
+            checked.problems.append(f"series entry {entry!r} is empty or not printable")
+            continue
+        try:
+            path = (checked.root / entry).resolve()
+            inside = path.is_relative_to(root)
+            raw = path.read_bytes() if inside and path.is_file() else None
+        except (OSError, ValueError) as exc:
+            checked.problems.append(f"series entry {entry!r}: {getattr(exc, 'strerror', exc)}")
+            continue
+        if not inside:
             checked.problems.append(f"series entry {entry!r} leaves the patchset directory")
             continue
-        if not path.is_file():
+        if raw is None:
             checked.problems.append(f"series entry {entry!r} does not exist")
             continue
-        raw = path.read_bytes()
         digest.update(hashlib.sha256(raw).digest())
         try:
             checked.patches.append(parse_patch(path, raw, eager=deep))

@@ -71,7 +71,7 @@ class _Lint:
         if isinstance(specifier, str) and specifier.strip():
             with contextlib.suppress(InvalidSpecifier):
                 self.specifier = SpecifierSet(specifier)
-        listed = {(self.root / entry).resolve() for entry in checked.series}
+        listed = {(self.root / e).resolve() for e in checked.series if e.isprintable()}
         for extra in sorted((self.root / "patches").glob("*.patch")):
             if extra.resolve() not in listed:
                 self.problem(f"patches/{extra.name} is not in the series")

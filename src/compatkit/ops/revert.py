@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from compatkit.checks import stacked_on
 from compatkit.errors import CompatkitError
 from compatkit.plan import plan_revert
 from compatkit.registry import Registry
 from compatkit.session import Session
-from compatkit.state import State, find_applied
+from compatkit.state import State, find_applied, states_of
 from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
@@ -40,6 +41,12 @@ def revert_patchset(
         state = s.state(name)
         if state is None:
             return RevertResult(dist, None, s.recovered)
+        above = stacked_on(state, [o for o in states_of(dist) if o.patchset != name])
+        if above:
+            raise CompatkitError(
+                f"cannot revert {name}: {', '.join(above)} patched the same files on top of it; "
+                f"revert {', '.join(above)} first"
+            )
         ov = s.overlay()
         problems = plan_revert(ov, state, force)
         if problems and not force:

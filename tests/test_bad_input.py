@@ -1,0 +1,168 @@
+"""Bad input and odd situations end in one clear line and a documented exit code, never 3.
+
+Each case here once ended in an internal error (exit 3), a traceback, a wrong verdict or an
+endless silent wait.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PATCH_GREET, Demo, write_patchset
+from reliability import run_inprocess
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and "internal error" not in err, err
+    return lines[0]
+
+
+def test_a_toml_nested_3000_deep(demo: Demo) -> None:
+    toml = demo.patchsets / "demo-fix" / "patchset.toml"
+    toml.write_text(toml.read_text() + "x = " + "[" * 3000 + "]" * 3000 + "\n")
+    code, _, err = demo.run("status", "demo-fix")
+    assert code == 1 and "patchset.toml" in _one_line(err)
+
+
+def test_a_nul_in_a_series_entry(demo: Demo) -> None:
+    toml = demo.patchsets / "demo-fix" / "patchset.toml"
+    toml.write_text(toml.read_text().replace('"patches/0001.patch"', '"patches/00\\u000001"'))
+    code, _, err = demo.run("status", "demo-fix")
+    assert code == 1 and "is empty or not printable" in err and "Traceback" not in err, err
+    code, _, err = demo.run("lint", "--offline")
+    assert code == 1 and "is empty or not printable" in err, err
+
+
+def test_python_that_is_not_a_python(demo: Demo) -> None:
+    code, _, err = demo.run("--python", "/bin/true", "status")
+    assert code == 2 and "not a Python interpreter" in _one_line(err)
+
+
+def test_an_unreadable_patchset_dir(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root reads any folder, so the permission error is injected at the one call that lists
+    a --patchset-dir (the tests run as root in CI)."""
+    locked_out = tmp_path / "locked-out"
+    locked_out.mkdir()
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path):  # type: ignore[no-untyped-def]
+        if self == locked_out:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_iterdir(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    code, _, err = demo.run("--patchset-dir", str(locked_out), "list")
+    assert code == 2 and "Permission denied" in _one_line(err) and str(locked_out) in err
+
+
+def test_a_patchset_named_like_a_state_file(demo: Demo) -> None:
+    """``x.json``'s backup folder sits beside the state files: it is not a state."""
+    write_patchset(demo.patchsets, name="x.json")
+    assert demo.run("apply", "x.json")[0] == 0
+    for args in (("status",), ("verify",), ("list",), ("verify", "x.json")):
+        code, _, err = demo.run(*args)
+        assert code == 0, (args, err)
+    assert demo.run("revert", "x.json")[0] == 0
+
+
+ON_TOP = """\
+Patch-Id: patch-1
+Title: Greet even more politely
+Symptom: s
+Cause: c
+Fix: f
+Smoke-Test: smoke/test_patch_1.py
+---
+--- a/demo/greet.py
++++ b/demo/greet.py
+@@ -1,2 +1,2 @@
+ def hello(name):
+-    return 'hi ' + name
++    return 'hey ' + name
+"""
+
+
+def test_two_patchsets_stacked_on_one_file(demo: Demo) -> None:
+    """Before: ``verify`` of the lower one reported an edit nobody made, and ``revert`` of it
+    under the upper one was refused as an edit (or, forced, silently dropped the upper one)."""
+    write_patchset(demo.patchsets, name="upper", patches={"0001.patch": ON_TOP})
+    pristine = demo.venv.snapshot()
+    assert demo.run("apply", "demo-fix")[0] == 0
+    assert demo.run("apply", "upper")[0] == 0
+    for name in ("demo-fix", "upper"):
+        code, _, err = demo.run("verify", name)
+        assert code == 0, (name, err)
+    code, out, _ = demo.run("status", "demo-fix")
+    assert "drifted" not in out, out
+    for force in ((), ("--force",)):
+        code, _, err = demo.run("revert", "demo-fix", *force)
+        assert code == 1 and "revert upper first" in _one_line(err), err
+    assert demo.run("revert", "upper")[0] == 0
+    assert demo.run("revert", "demo-fix")[0] == 0
+    assert demo.venv.snapshot() == pristine
+
+
+def test_a_lock_wait_says_who_holds_it_and_ends(demo: Demo) -> None:
+    fd = os.open(demo.venv.site, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        env = {**os.environ, "COMPATKIT_LOCK_TIMEOUT": "0.5"}
+        proc = subprocess.run(
+            demo.command("status", "demo-fix"), capture_output=True, text=True, env=env,
+            timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(fd)
+    assert proc.returncode == 1, proc.stderr
+    assert f"waiting for another compatkit run (pid {os.getpid()})" in proc.stderr
+    assert "gave up after 0.5 s waiting for the lock" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert demo.run("status", "demo-fix")[0] == 0
+
+
+INTERRUPT_DURING_IMPORT = """
+import builtins, os, signal, sys
+sys.argv = ["compatkit", "status"]
+real = builtins.__import__
+def hook(name, *args, **kwargs):
+    if name == "compatkit.cli":
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the CLI is being imported
+    return real(name, *args, **kwargs)
+builtins.__import__ = hook
+from compatkit._entry import run
+sys.exit(run())
+"""
+
+
+def test_ctrl_c_while_the_cli_is_still_loading() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_DURING_IMPORT], capture_output=True, text=True
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == "compatkit: interrupted\n"
+
+
+def test_ctrl_c_in_main_is_still_exit_130(demo: Demo, monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("compatkit.commands.status.status", interrupted)
+    result = run_inprocess("--python", demo.venv.python, "status")
+    assert result.code == 130 and result.err == "compatkit: interrupted\n"
+
+
+def test_apply_of_a_stacked_patch_keeps_the_greeting_chain(demo: Demo) -> None:
+    """The upper patch's context is the lower one's result: alone, it does not apply."""
+    write_patchset(demo.patchsets, name="upper", patches={"0001.patch": ON_TOP})
+    code, _, err = demo.run("apply", "upper")
+    assert code == 1 and "does not apply" in err, err
+    assert "hi " in PATCH_GREET
