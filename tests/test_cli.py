@@ -25,7 +25,10 @@ def test_explain_by_id_and_by_error_text(demo: Demo) -> None:
     code, out, _ = demo.run("explain", "demo-fix:patch-2", "--json")
     assert json.loads(out)["matches"][0]["id"] == "patch-2"
     code, _, err = demo.run("explain", "nothing like this at all")
-    assert code == 2 and "no patch id or symptom matches" in err
+    assert code == 1 and err.count("\n") == 1  # no match is an expected failure, not usage
+    assert "no patch's symptom, cause or fix matches this error text" in err
+    code, _, err = demo.run("explain", "patch-99")  # an id that names no patch: usage
+    assert code == 2 and "no patch has the id 'patch-99'" in err
 
 
 def test_explain_finds_patch_6_by_its_error() -> None:
@@ -37,6 +40,50 @@ def test_explain_finds_patch_6_by_its_error() -> None:
         ]
     )
     assert code == 0
+
+
+CORPUS = ROOT / "tests" / "explain_corpus"
+
+
+def test_explain_a_real_traceback_ranks_and_explains_the_best(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    traceback = (CORPUS / "patch-5-block-pool.txt").read_text()
+    code, out, _ = run_cli(capsys, "explain", traceback)
+    assert code == 0
+    listing, _, full = out.partition("\npatch-5: Turn prefix caching off")
+    assert listing.splitlines()[1].startswith("1. speculators-vllm016:patch-5  score ")
+    assert "frame block_pool.py:238 (in cache_full_blocks): named in the symptom" in listing
+    assert "Symptom:" in full and "enable_prefix_caching=False" in full
+    code, out, _ = run_cli(capsys, "explain", "--json", traceback)
+    doc = json.loads(out)
+    assert [m["id"] for m in doc["matches"]] == ["patch-5"]
+    best = doc["candidates"][0]
+    assert (best["patchset"], best["id"]) == ("speculators-vllm016", "patch-5")
+    assert best["score"] > 2 * doc["candidates"][1]["score"]
+    assert any(w.startswith("frame block_pool.py:238") for w in best["why"])
+
+
+def test_explain_without_a_clear_winner_lists_only(capsys: pytest.CaptureFixture[str]) -> None:
+    # both patch-7 and patch-10 end in vLLM's "Worker failed with error '...'" wrapper
+    text = "RuntimeError: Worker failed with error, please check the stack trace above"
+    code, out, _ = run_cli(capsys, "explain", text)
+    assert code == 0 and "No clear best match" in out and "Symptom:" not in out
+    assert "speculators-vllm016:patch-7" in out and "speculators-vllm016:patch-10" in out
+    doc = json.loads(run_cli(capsys, "explain", "--json", text)[1])
+    assert doc["matches"] == [] and len(doc["candidates"]) >= 2
+    assert all(c["why"] for c in doc["candidates"])
+
+
+def test_explain_by_id_does_not_load_the_search() -> None:
+    code = (
+        "import sys\nfrom compatkit.cli import main\nmain(['explain', '--json', 'patch-6'])\n"
+        "assert 'compatkit.search' not in sys.modules\n"
+        "main(['explain', '--json', 'block_pool.py:238'])\n"
+        "assert 'compatkit.search' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_malformed_patch_in_a_patchset_is_one_line(demo: Demo) -> None:

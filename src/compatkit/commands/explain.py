@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from compatkit.errors import UsageError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.ops.inspect import inspect_patchset
 from compatkit.output import Output
 from compatkit.patchset import Patch, Patchset
@@ -15,46 +15,85 @@ from compatkit.target import Environment
 _ORDER = ("symptom", "cause", "fix", "retire-when", "origin", "forwarded", "last-update")
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9_]+", text.lower()) if len(w) > 2}
+# A patch id (patch-6, PATCHSET:patch-6) that names no patch is a usage error, not a search.
+_ID_LIKE = re.compile(r"(?:[\w.-]+:)?[A-Za-z][\w.]*-\d+")
+MIN_SCORE = 3.0  # below this, a candidate matched a word or two by chance
+AHEAD = 1.5  # the best is explained in full when it beats every other id by this factor
+SHOWN = 5
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compatkit.search import Candidate
+
+Match = tuple[Patchset, Patch]
 
 
-def _score(query: str, patch: Patch) -> float:
-    q = " ".join(query.lower().split())
-    symptom = " ".join(patch.fields.get("symptom", "").lower().split())
-    if q and q in symptom:
-        return 2.0
-    lines = [
-        " ".join(line.lower().split()) for line in patch.fields.get("symptom", "").splitlines()
-    ]
-    if any(len(line) >= 20 and line in q for line in lines):
-        return 1.5
-    words = _words(query)
-    if not words:
-        return 0.0
-    haystack = _words(" ".join(patch.fields.get(f, "") for f in ("symptom", "title")))
-    return len(words & haystack) / len(words)
-
-
-def find(registry: Registry, query: str) -> list[tuple[Patchset, Patch]]:
+def _by_id(registry: Registry, query: str) -> list[Match]:
     if ":" in query and not query.startswith(" "):
         ps_name, _, pid = query.partition(":")
         if ps_name in registry.names() and registry.get(ps_name).patch(pid):
             ps = registry.get(ps_name)
             return [(ps, ps.patch(pid))]  # type: ignore[list-item]
-    exact = registry.find_patch(query)
+    return registry.find_patch(query)
+
+
+def search(registry: Registry, query: str) -> list[tuple[Candidate, Patchset, Patch]]:
+    """Every patch of every known patchset that matches ``query`` well enough, best first."""
+    from compatkit.search import Doc, parse_query, rank  # only for free text: start-up time
+
+    patches = {f"{ps.name}:{p.id}": (ps, p) for ps in registry.all() for p in ps.patches}
+    ranked = rank(parse_query(query), [Doc(key, p.fields) for key, (_, p) in patches.items()])
+    best = ranked[0].score if ranked else 0.0
+    kept = [c for c in ranked if c.score >= max(MIN_SCORE, best / 5)][:SHOWN]
+    return [(c, *patches[c.key]) for c in kept]
+
+
+def _leaders(found: list[tuple[Candidate, Patchset, Patch]]) -> list[Match]:
+    """The best candidate (and its namesakes in other patchsets, if as good) when it is
+    clearly ahead of every other patch id; else nothing: the list has to speak."""
+    best, _, top = found[0]
+    others = [c.score for c, _, p in found if p.id != top.id]
+    if others and best.score < AHEAD * max(others):
+        return []
+    return [(ps, p) for c, ps, p in found if p.id == top.id and c.score >= 0.9 * best.score]
+
+
+def find(
+    registry: Registry, query: str
+) -> tuple[list[Match], list[tuple[Candidate, Patchset, Patch]]]:
+    """(patches to explain in full, ranked candidates); an id query has no candidates."""
+    exact = _by_id(registry, query)
     if exact:
-        return exact
-    scored = [(_score(query, p), ps, p) for ps in registry.all() for p in ps.patches]
-    best = max((s for s, _, _ in scored), default=0.0)
-    if best < 0.6:
-        raise UsageError(f"no patch id or symptom matches {query!r}")
-    return [(ps, p) for s, ps, p in scored if s == best]
+        return exact, []
+    if _ID_LIKE.fullmatch(query.strip()):
+        raise UsageError(f"no patch has the id {query.strip()!r} (see 'compatkit status')")
+    found = search(registry, query)
+    if not found:
+        raise CompatkitError("no patch's symptom, cause or fix matches this error text")
+    return _leaders(found), found
+
+
+def _show_candidates(out: Output, found: list[tuple[Candidate, Patchset, Patch]]) -> None:
+    out.doc["candidates"] = [
+        {"patchset": ps.name, "id": p.id, "title": p.title, "score": c.score, "why": list(c.why)}
+        for c, ps, p in found
+    ]
+    out.line("Patches that match this error text, best first:", style="bold")
+    for n, (c, ps, p) in enumerate(found, 1):
+        out.line(f"{n}. {ps.name}:{p.id}  score {c.score:g}  {p.title}")
+        for why in c.why:
+            out.line(f"     {why}", style="dim")
 
 
 def explain(registry: Registry, env: Environment, query: str, out: Output | None = None) -> int:
     out = out or Output()
-    matches = find(registry, query)
+    matches, found = find(registry, query)
+    if found:
+        _show_candidates(out, found)
+        if not matches:
+            out.line("No clear best match: 'compatkit explain PATCHSET:ID' tells one's story.")
+        else:
+            out.line("")
     out.doc["matches"] = []
     for ps, patch in matches:
         statuses = inspect_patchset(ps, env).statuses
