@@ -10,7 +10,6 @@ component's ``pedigree.ancestors``.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import uuid
 from collections.abc import Iterator
@@ -37,7 +36,11 @@ _OUR_LABEL = re.compile(r"[+.]ck\.[0-9a-f]+$")
 
 
 def available() -> bool:
-    return importlib.util.find_spec("cyclonedx") is not None
+    try:
+        import cyclonedx  # noqa: F401  # a small package __init__; the model loads on use
+    except ImportError:
+        return False
+    return True
 
 
 def require() -> None:
