@@ -39,8 +39,9 @@ def built(demo: Demo, out: Path) -> Path:
 
 def test_the_wheel_is_renamed_patched_and_its_record_true(demo: Demo, tmp_path: Path) -> None:
     whl = built(demo, tmp_path / "out")
-    code, out, _ = demo.run("--json", "wheel", "demo-fix", "-o", str(tmp_path / "out"))
+    code, out, _ = build(demo, tmp_path / "out", "--json")
     doc = json.loads(out)
+    assert code == 0 and doc["source"] == str(demo.wheel)
     version = doc["version"]
     assert version.startswith("1.0+ck.") and len(version) == len("1.0+ck.") + 16
     assert whl.name == f"demo-{version}-py3-none-any.whl" and doc["unchanged"] is True
