@@ -1,4 +1,5 @@
-"""Sessions: tests, lint, proof (speculators-vllm016 both ways), demo. Run with ``nox -s NAME``."""
+"""Sessions: tests, lint, proof (speculators-vllm016 both ways), wheel_proof, demo. Run with
+``nox -s NAME``."""
 
 from __future__ import annotations
 
@@ -110,6 +111,47 @@ def proof(session: nox.Session) -> None:
         )
 
 
+@nox.session(python=PYTHON)
+def wheel_proof(session: nox.Session) -> None:
+    """The patched-wheel mode on the real stack: build the speculators 0.3.0 wheel with
+    speculators-vllm016 built in, install it with vLLM 0.16.0 into a fresh venv, then status
+    (applied, built in), verify, every smoke test, and a schema-valid SBOM there."""
+    import json
+
+    session.install("-e", ".[test]")
+    wheels = ROOT / "build" / "wheels"
+    built = session.run(
+        "compatkit", "--json", "wheel", "speculators-vllm016", "-o", str(wheels), silent=True
+    )
+    wheel = json.loads(str(built))["wheel"]
+    session.log(f"built {wheel}")
+    venv = ROOT / ".nox" / "_envs" / "wheel-proof"
+    session.run("rm", "-rf", str(venv), external=True)
+    session.run("uv", "venv", "-q", "-p", PYTHON, str(venv), external=True)
+    python = str(venv / "bin" / "python")
+    install = ["uv", "pip", "install", "-q", "--python", python, "--link-mode", "hardlink"]
+    session.run(*install, wheel, "vllm==0.16.0", "pytest", external=True)
+    target = ["--python", python]
+    status = session.run(
+        "compatkit", "--json", "status", "speculators-vllm016", *target, silent=True
+    )
+    state = json.loads(str(status))["patchsets"][0]["state"]
+    if state != "applied (built in)":
+        session.error(f"status of the installed patched wheel: {state!r}, not 'applied (built in)'")
+    session.log(f"status: {state}")
+    session.run("compatkit", "verify", "speculators-vllm016", *target)
+    session.run("compatkit", "smoke", "speculators-vllm016", *target)
+    sbom = ROOT / "build" / "wheel-proof-sbom.json"
+    session.run("compatkit", "sbom", "-o", str(sbom), *target)
+    check = (
+        "import sys; from cyclonedx.schema import SchemaVersion; "
+        "from cyclonedx.validation.json import JsonStrictValidator as V; "
+        "e = V(SchemaVersion.V1_6).validate_str(open(sys.argv[1]).read()); "
+        "sys.exit(f'SBOM not valid: {e}' if e else 0)"
+    )
+    session.run("python", "-c", check, str(sbom))
+
+
 def _site_packages(session: nox.Session, python: str) -> Path:
     code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     return Path(str(session.run(python, "-c", code, silent=True, external=True)).strip())
@@ -211,7 +253,7 @@ def _bench(session: nox.Session, quick: bool) -> None:
         target,
         "--reinstall-package",
         "compatkit",
-        str(ROOT),
+        f"{ROOT}[sbom]",  # P5 builds the wheel's SBOM too
         external=True,
     )
     site = _site_packages(session, target)
@@ -226,6 +268,13 @@ def _bench(session: nox.Session, quick: bool) -> None:
         "markdown_it",
         "shtab",
         "merge3",
+        # compatkit[sbom], for P5 (compatkit wheel builds the wheel's SBOM)
+        "cyclonedx",
+        "py_serializable",
+        "sortedcontainers",
+        "packageurl",
+        "license_expression",
+        "boolean",
     ]
     session.run(
         target,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -90,10 +91,12 @@ def test_apply_with_no_name_and_no_config(
     assert code == 2 and "needs a patchset name, or a [tool.compatkit] table" in err
 
 
-def _sh(cmd: list[str], cwd: Path, **kw: object) -> subprocess.CompletedProcess[str]:
+def _sh(
+    cmd: list[str], cwd: Path, env_extra: dict[str, str] | None = None, **kw: object
+) -> subprocess.CompletedProcess[str]:
     # nox's uv backend exports UV_PROJECT_ENVIRONMENT (its own venv): a user's shell has none
     drop = ("VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env = {k: v for k, v in os.environ.items() if k not in drop} | (env_extra or {})
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, **kw)  # type: ignore[call-overload,no-any-return]
 
 
@@ -220,3 +223,74 @@ def test_completion_scripts(demo: Demo) -> None:
     assert "demo-fix" in out.split()
     code, out, _ = demo.run("_names", "ids")
     assert {"patch-1", "patch-2", "demo-fix:patch-1"} <= set(out.split())
+
+
+def _as_demo(lines: list[str]) -> str:
+    """A README block for speculators, made to run on the sample project's demo."""
+    text = "\n".join(lines)
+    return text.replace("speculators-vllm016", "demo-fix").replace("speculators-0.3.0", "demo-1.0")
+
+
+def _tool_env(root: Path) -> dict[str, str]:
+    """compatkit from this checkout on PATH, as a tool environment would put it; offline."""
+    tool_bin = str(Path(sys.executable).parent)
+    return {
+        "PATH": f"{tool_bin}:{os.environ['PATH']}",
+        "COMPATKIT_WHEEL_DIR": str(root / "wheels"),
+        "COMPATKIT_NO_INDEX": "1",
+        "UV_PYTHON": sys.executable,
+    }
+
+
+@needs_uv
+def test_readme_uv_wheel_workflow_locks_the_patched_wheel(tmp_path: Path) -> None:
+    root = _sample_project(tmp_path)
+    script = "set -e\n" + _as_demo(_readme_block("uv-wheel"))
+    run = _sh(["bash", "-c", script], root, env_extra=_tool_env(root))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "applied (built in)" in run.stdout and "2 passed" in run.stdout
+    (whl,) = (root / "wheels").glob("demo-1.0+ck.*.whl")
+    lock = (root / "uv.lock").read_text()
+    digest = hashlib.sha256(whl.read_bytes()).hexdigest()
+    assert f"sha256:{digest}" in lock and whl.name in lock
+    site = next(root.glob(".venv/lib/python3*/site-packages"))
+    assert "'hi ' + name" in (site / "demo/greet.py").read_text()
+    bin_ = root / ".venv" / "bin"
+    test = _sh([str(bin_ / "pytest"), "-q", "-p", "no:cacheprovider"], root)
+    assert test.returncode == 0, test.stdout + test.stderr  # the plugin verifies demo-fix
+    again = _sh([UV or "uv", "sync", "-q", "--reinstall"], root)
+    assert again.returncode == 0, again.stderr
+    assert "'hi ' + name" in (site / "demo/greet.py").read_text(), "a reinstall keeps it"
+
+
+def _dockerfile_runs(block: str) -> tuple[str, str]:
+    """The shell command the block's RUN lines make, and the wheel build in its comment."""
+    build = next(ln for ln in block.splitlines() if "compatkit wheel" in ln)
+    joined = re.sub(r"\\\n", " ", block)
+    runs = [ln[len("RUN ") :] for ln in joined.splitlines() if ln.startswith("RUN ")]
+    return build.split(": ", 1)[1], " && ".join(runs)
+
+
+@needs_uv
+def test_readme_docker_wheel_workflow_runs(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- workflow: docker-wheel -->\n```\w*\n(.*?)```", text, re.S)
+    assert match, "README lacks the docker-wheel workflow"
+    build, run_cmd = _dockerfile_runs(_as_demo([match.group(1)]))
+    assert "COPY wheels/ wheels/" in match.group(1) and "compatkit verify" in run_cmd
+    root = _sample_project(tmp_path)
+    host = _sh(["bash", "-c", build], root, env_extra=_tool_env(root))
+    assert host.returncode == 0, host.stderr
+    app = tmp_path / "app"  # what the COPY lines put in the image
+    (app / "wheels").mkdir(parents=True)
+    for whl in (root / "wheels").glob("demo-1.0+ck.*.whl"):
+        shutil.copy(whl, app / "wheels")
+    (app / "requirements.txt").write_text("demo==1.0\n")
+    assert "wheels/*.whl compatkit " in run_cmd
+    run_cmd = run_cmd.replace("wheels/*.whl compatkit ", f"wheels/*.whl {ROOT} ")  # this checkout
+    script = f"set -e\n{sys.executable} -m venv /tmp/ck-img-{os.getpid()}\n"
+    script += f". /tmp/ck-img-{os.getpid()}/bin/activate\n{run_cmd}\n"
+    run = _sh(["bash", "-c", script], app)
+    shutil.rmtree(f"/tmp/ck-img-{os.getpid()}", ignore_errors=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "verified: demo-fix fully applied" in run.stdout

@@ -42,6 +42,8 @@ HEAVY = (
     "ctypes",
     "subprocess",
     "email",
+    "cyclonedx",  # compatkit[sbom]: only compatkit sbom and compatkit wheel import it
+    "packageurl",
 )
 
 RUN = """

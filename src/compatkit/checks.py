@@ -55,7 +55,8 @@ def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
         return f"needs {wanted}, which is not installed"
     pin = ps.specifier_text.strip()
     if pin.startswith("==") and "," not in pin:
-        a, b = _plain_release(pin[2:].strip()), _plain_release(dist.version)
+        # a public pin ignores the installed version's local label (PEP 440): a patched wheel
+        a, b = _plain_release(pin[2:].strip()), _plain_release(dist.version.partition("+")[0])
         if a is not None and b is not None:
             return None if a == b else f"needs {wanted}, found {ps.distribution} {dist.version}"
     if not ps.specifier.contains(dist.version, prereleases=True):
@@ -229,8 +230,12 @@ def _statuses(
         elif patch.id in drifted:
             out.append(PatchStatus(patch.id, Status.DRIFTED, "a file changed after the apply"))
         elif outdated:
-            detail = f"applied {state.version}; re-run apply"
+            again = "build the wheel again" if state.built_in else "re-run apply"
+            detail = f"{'built in' if state.built_in else 'applied'} {state.version}; {again}"
             out.append(PatchStatus(patch.id, Status.OUTDATED, detail))
+        elif state.built_in:
+            detail = f"by the installed wheel {dist.name} {dist.version}"
+            out.append(PatchStatus(patch.id, Status.BUILT_IN, detail))
         else:
             offs = [o for per in state.offsets.get(patch.id, {}).values() for o in per if o]
             detail = f"offset {offs[0]:+d}" if offs else ""

@@ -192,6 +192,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--report", metavar="DIR", type=Path, help="write the table as JSON and Markdown"
     )
     _authoring_commands(add)
+    _build_commands(add)
     p = add("completion", "print a bash or zsh completion script")
     p.add_argument("shell", choices=["bash", "zsh"])
     p = cmds.add_parser("_names")  # hidden: names for shell completion
@@ -230,6 +231,20 @@ def _authoring_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> N
     p.add_argument("--name", metavar="NAME", help="the new patchset's name (default: NAME-VERSION)")
     p.add_argument("--into", metavar="DIR", type=Path, help="where to write it")
     _wheel_options(p)
+
+
+def _build_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    p = add("wheel", "build the target's wheel with a patchset built in (reproducible)")
+    p.add_argument("patchset")
+    p.add_argument(
+        "-o", "--out-dir", metavar="DIR", type=Path, default=Path("dist"), help="default: dist"
+    )
+    p.add_argument("--offline", action="store_true", help="never download the pristine wheel")
+    _wheel_options(p)
+
+    p = add("sbom", "write a CycloneDX SBOM of the environment, patches included")
+    p.add_argument("--format", choices=["cyclonedx"], default="cyclonedx")
+    p.add_argument("-o", "--output", metavar="FILE", type=Path, help="default: stdout")
 
 
 def _project(args: argparse.Namespace, config: Any, registry: Any, env: Any, out: Any) -> int:
@@ -315,8 +330,12 @@ def _dispatch_more(args: argparse.Namespace, registry: Any, env: Any, out: Any) 
         return completion.names(registry, args.kind, out)
     if cmd == "matrix":
         return _matrix(args, registry, env, out)
-    if cmd in ("diff", "lint", "rebase"):
+    if cmd in ("diff", "lint", "rebase", "wheel"):
         return _run_authoring(args, registry, env, out)
+    if cmd == "sbom":
+        from compatkit.commands.sbom import sbom
+
+        return sbom(registry, env, args.output, out)
     raise AssertionError(cmd)
 
 
@@ -353,11 +372,16 @@ def _matrix(args: argparse.Namespace, registry: object, env: object, out: object
 
 
 def _run_authoring(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
-    from compatkit.commands import diff, lint, rebase
     from compatkit.wheels import WheelSource
 
     offline = getattr(args, "offline", False)
     wheels = WheelSource.configure(args.wheel_dir, offline, env.executable)
+    if args.command == "wheel":
+        from compatkit.commands.wheel import wheel
+
+        return wheel(registry, env, args.patchset, args.out_dir, wheels, out)
+    from compatkit.commands import diff, lint, rebase
+
     dirs = args.patchset_dir
     if args.command == "diff":
         into = dirs[-1] if dirs else Path("patchsets")

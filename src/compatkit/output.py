@@ -91,6 +91,7 @@ def plain_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
 
 _STYLES = {
     "applied": "green",
+    "built in": "green",
     "pass": "green",
     "ok": "green",
     "not applied": "yellow",

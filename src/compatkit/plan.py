@@ -260,8 +260,12 @@ class ApplyPlan:
         self.result = result
 
 
-def plan_apply(ov: Overlay, ps: Patchset, excluded: list[str], force: bool) -> ApplyPlan:
-    """Plan the series minus ``excluded`` on ``ov``; raise CompatkitError listing problems."""
+def plan_apply(
+    ov: Overlay, ps: Patchset, excluded: list[str], force: bool, built_in: bool = False
+) -> ApplyPlan:
+    """Plan the series minus ``excluded`` on ``ov``; raise CompatkitError listing problems.
+
+    ``built_in``: for a patched wheel (``compatkit wheel``), whose state keeps no originals."""
     selected = [p for p in ps.patches if p.id not in excluded]
     problems = _check_ownership(ov, ps, selected) + startup_code.undeclared(ps, selected)
     paths = list(dict.fromkeys(fd.path for p in selected for fd in p.files))
@@ -276,6 +280,7 @@ def plan_apply(ov: Overlay, ps: Patchset, excluded: list[str], force: bool) -> A
         raise CompatkitError(exc.message) from None
     state = State(ps.name, ps.version, ps.digest, ps.distribution, ov.dist.version)
     state.applied, state.excluded, state.forced = [p.id for p in selected], excluded, force
+    state.built_in = built_in
     state.offsets = {
         pid: {f: list(o) for f, o in per.items()} for pid, per in result.offsets.items()
     }
@@ -296,7 +301,7 @@ def _record_changes(
     for path, new in result.contents.items():
         original = base[path]
         fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
-        if original is not None:
+        if original is not None and not state.built_in:
             fs.backup, fs.backup_offset, fs.backup_size = archive.add(original)
             fs.mtime_ns = ov.mtimes.get(path) or ov.files.mtime_ns(path)
         row = ov.record.get(path)

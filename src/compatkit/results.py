@@ -21,6 +21,7 @@ from enum import Enum
 class Status(str, Enum):
     # a patch in an environment
     APPLIED = "applied"
+    BUILT_IN = "built in"  # applied by the installed wheel itself (compatkit wheel)
     NOT_APPLIED = "not applied"
     DRIFTED = "drifted"
     EXCLUDED = "excluded"

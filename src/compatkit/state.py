@@ -2,7 +2,9 @@
 
 ``<name>.dist-info/compatkit/<patchset>.json`` holds what was applied and what was written;
 ``<name>.dist-info/compatkit/<patchset>/orig/N`` holds the original bytes. All of them are
-listed in RECORD, so ``pip uninstall`` removes them with the distribution.
+listed in RECORD, so ``pip uninstall`` removes them with the distribution. A patched wheel
+(``compatkit wheel``) carries the same state with ``built_in`` set and no original bytes: the
+patchset is part of that installed version, and only a reinstall of the pristine wheel undoes it.
 
 >>> State.from_json(State("p", "1", "d", "dist", "1.0").to_json()).patchset
 'p'
@@ -108,6 +110,7 @@ class State(Value):
         "pycs",
         "offsets",
         "forced",
+        "built_in",
     )
     __hash__ = None  # type: ignore[assignment]  # mutable
 
@@ -124,6 +127,7 @@ class State(Value):
         pycs: list[PycState] | None = None,
         offsets: dict[str, dict[str, list[int]]] | None = None,
         forced: bool = False,
+        built_in: bool = False,  # written by ``compatkit wheel``: no originals to revert to
     ) -> None:
         self.patchset = patchset
         self.version = version
@@ -136,11 +140,14 @@ class State(Value):
         self.pycs: list[PycState] = [] if pycs is None else pycs
         self.offsets: dict[str, dict[str, list[int]]] = {} if offsets is None else offsets
         self.forced = forced
+        self.built_in = built_in
 
     def to_json(self) -> bytes:
         raw = self.as_dict()
         raw["files"] = [f.as_dict() for f in self.files]
         raw["pycs"] = [p.as_dict() for p in self.pycs]
+        if not self.built_in:
+            del raw["built_in"]  # states of an apply keep the bytes they always had
         # no indent: the C encoder only serves compact output (≈ 20 ms at 1,000 files)
         return (json.dumps(raw, sort_keys=True) + "\n").encode()
 

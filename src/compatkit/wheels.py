@@ -58,6 +58,7 @@ class Tree:
     label: str
     record: dict[str, str]
     reader: Callable[[str], bytes | None]
+    executable: Callable[[str], bool] = lambda path: False
 
     def owns(self, path: str) -> bool:
         return path in self.record
@@ -96,7 +97,8 @@ def tree_from_wheel(path: Path) -> Tree:
 
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
-    return Tree(str(path), _record_of(names, read), read)
+        modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
+    return Tree(str(path), _record_of(names, read), read, lambda n: bool(modes.get(n, 0) & 0o111))
 
 
 def tree_from_dir(root: Path) -> Tree:
@@ -106,8 +108,14 @@ def tree_from_dir(root: Path) -> Tree:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
+    def executable(name: str) -> bool:
+        try:
+            return bool((root / name).stat().st_mode & 0o111)
+        except OSError:
+            return False
+
     infos = [f"{p.name}/RECORD" for p in root.glob("*.dist-info")]
-    return Tree(str(root), _record_of(infos, read), read)
+    return Tree(str(root), _record_of(infos, read), read, executable)
 
 
 def _wheel_matches(filename: str, name: str, version: str | None) -> Version | None:
@@ -353,3 +361,36 @@ def pristine(
     where = "" if src.index else " (offline: no download tried)"
     problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
     raise CompatkitError(f"cannot get the pristine files of {name} {version}", problems)
+
+
+@dataclass(frozen=True)
+class WholeWheel:
+    """Every file of one released wheel, in its RECORD's order, each checked against it."""
+
+    label: str
+    files: dict[str, bytes]
+    executable: frozenset[str]
+
+
+def whole_wheel(src: WheelSource, name: str, version: str) -> WholeWheel:
+    """All files of ``name==version``'s wheel from the first intact copy (see :func:`pristine`);
+    raises CompatkitError listing every copy that was tried."""
+    problems: list[str] = []
+    for tree in src.trees(name, version):
+        if not tree.record:
+            problems.append(f"{tree.label}: no RECORD")
+            continue
+        try:
+            files = {p: tree.read(p) for p in tree.record}
+        except _Corrupt as exc:
+            problems.append(str(exc))
+            continue
+        missing = [p for p, data in files.items() if data is None and not p.endswith("/RECORD")]
+        if missing:
+            problems.append(f"{tree.label}: {', '.join(missing[:3])} missing")
+            continue
+        present = {p: d for p, d in files.items() if d is not None}
+        return WholeWheel(tree.label, present, frozenset(p for p in present if tree.executable(p)))
+    where = "" if src.index else " (offline: no download tried)"
+    problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
+    raise CompatkitError(f"cannot get the pristine wheel of {name} {version}", problems)

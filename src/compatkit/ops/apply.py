@@ -8,6 +8,7 @@ from typing import Any
 from compatkit.checks import requirement_problems, state_problems
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.ops.revert import built_in_refusal
 from compatkit.patchset import Patchset
 from compatkit.plan import Overlay, plan_apply, plan_revert
 from compatkit.registry import Registry
@@ -64,6 +65,9 @@ def apply_patchset(
             if drift:
                 raise CompatkitError(f"{ps.name} is applied but has drifted", drift)
             return ApplyResult(ps, dist, "none", state, recovered=s.recovered)
+        if state and state.built_in:
+            why = built_in_refusal(ps.name, dist, "apply")
+            raise CompatkitError(f"{why}, or build the wheel again with compatkit wheel")
         ov = s.overlay()
         if state:
             stale = plan_revert(ov, state, force=False)

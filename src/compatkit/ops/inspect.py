@@ -40,13 +40,15 @@ def inspect_patchset(ps: Patchset, env: Environment) -> Inspection:
 def summarize(statuses: list[PatchStatus]) -> str:
     """One phrase for the whole patchset, from its patches' statuses."""
     kinds = [s.status for s in statuses]
+    if kinds and all(k is Status.BUILT_IN for k in kinds):
+        return "applied (built in)"
     if kinds and all(k is Status.APPLIED for k in kinds):
         return "applied"
     if kinds and all(k is Status.NOT_APPLICABLE for k in kinds):
         return "not applicable"
     if Status.DRIFTED in kinds:
         return "drifted"
-    if Status.APPLIED in kinds or Status.OUTDATED in kinds:
+    if Status.APPLIED in kinds or Status.BUILT_IN in kinds or Status.OUTDATED in kinds:
         return "partly applied" if Status.EXCLUDED in kinds else "outdated"
     present = [s for s in statuses if s.textual is Status.PRESENT]
     if present and len(present) < len(statuses):
@@ -55,9 +57,10 @@ def summarize(statuses: list[PatchStatus]) -> str:
 
 
 def where(ps: Patchset, env: Environment) -> tuple[Dist | None, Status]:
-    """For ``list``: APPLIED, NOT_APPLIED or NOT_APPLICABLE, without the lock (read-only)."""
+    """For ``list``: APPLIED, BUILT_IN, NOT_APPLIED or NOT_APPLICABLE, without the lock."""
     dist = env.find(ps.distribution)
-    if dist is not None and load_state(dist, ps.name) is not None:
-        return dist, Status.APPLIED
+    state = load_state(dist, ps.name) if dist is not None else None
+    if state is not None:
+        return dist, Status.BUILT_IN if state.built_in else Status.APPLIED
     problems = requirement_problems(ps, env, dist)
     return dist, Status.NOT_APPLICABLE if problems else Status.NOT_APPLIED

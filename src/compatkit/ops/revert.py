@@ -31,6 +31,15 @@ def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
     return dist
 
 
+def built_in_refusal(name: str, dist: Dist, verb: str) -> str:
+    """Why ``verb`` cannot touch a patchset built into the installed wheel (one line)."""
+    base = dist.version.partition("+")[0]
+    return (
+        f"cannot {verb} {name}: it is built into the installed wheel {dist.name} "
+        f"{dist.version}; reinstall the pristine wheel ({dist.name}=={base})"
+    )
+
+
 def revert_patchset(
     registry: Registry, env: Environment, name: str, force: bool = False
 ) -> RevertResult:
@@ -41,6 +50,8 @@ def revert_patchset(
         state = s.state(name)
         if state is None:
             return RevertResult(dist, None, s.recovered)
+        if state.built_in:
+            raise CompatkitError(built_in_refusal(name, dist, "revert"))
         above = stacked_on(state, [o for o in states_of(dist) if o.patchset != name])
         if above:
             raise CompatkitError(

@@ -1,0 +1,39 @@
+"""``compatkit sbom [--format cyclonedx] [-o FILE]``: the environment's CycloneDX SBOM."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from compatkit import atomic
+from compatkit.ops.sbom import environment_document, require
+from compatkit.output import Output
+from compatkit.registry import Registry
+from compatkit.target import Environment
+
+
+def sbom(
+    registry: Registry,
+    env: Environment,
+    output: Path | None,
+    out: Output | None = None,
+) -> int:
+    out = out or Output()
+    require()
+    result = environment_document(registry, env)
+    if output is None:  # the document is the output (JSON already): --json changes nothing
+        sys.stdout.write(result.document)
+        out.json_mode = False
+        return 0
+    atomic.write(output, result.document.encode())
+    out.doc.update(
+        ok=True,
+        path=str(output),
+        components=result.components,
+        patched=result.patched,
+        unknown=result.unknown,
+    )
+    out.line(f"wrote {output}: {result.components} components, {len(result.patched)} patched")
+    for name in result.unknown:
+        out.line(f"warning: {name} is not known here as applied: its patches have no diff")
+    return 0

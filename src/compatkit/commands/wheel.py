@@ -1,0 +1,51 @@
+"""``compatkit wheel PATCHSET [-o DIR]``: the target's wheel with the patchset built in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compatkit.ops.sbom import INSTALL_HINT
+from compatkit.ops.wheel import build_wheel
+from compatkit.output import Output
+from compatkit.registry import Registry
+from compatkit.target import Environment
+from compatkit.wheels import WheelSource
+
+
+def wheel(
+    registry: Registry,
+    env: Environment,
+    name: str,
+    out_dir: Path,
+    wheels: WheelSource,
+    out: Output | None = None,
+) -> int:
+    out = out or Output()
+    result = build_wheel(registry, env, name, out_dir, wheels)
+    out.doc.update(
+        ok=True,
+        patchset=name,
+        wheel=str(result.path),
+        distribution=result.name,
+        version=result.version,
+        base_version=result.base_version,
+        sha256=result.sha256,
+        applied=result.applied,
+        files=result.files,
+        source=result.source,
+        sbom=result.sbom,
+        unchanged=result.unchanged,
+        notes=wheels.notes,
+    )
+    for note in wheels.notes:
+        out.line(note)
+    verb = "unchanged" if result.unchanged else "built"
+    out.line(
+        f"{verb} {result.path} ({result.name} {result.base_version} with {name}: "
+        f"{len(result.applied)} patches, {len(result.files)} files)",
+        style="green",
+    )
+    out.line(f"sha256={result.sha256}")
+    if result.sbom is None:
+        out.line(f"no SBOM in the wheel (.dist-info/sboms/): {INSTALL_HINT} adds it")
+    return 0

@@ -1,0 +1,204 @@
+"""Build a patched wheel: the exact pristine wheel with a patchset applied (``compatkit wheel``).
+
+The pristine wheel comes from :func:`compatkit.wheels.whole_wheel` (the same copies ``diff``
+and ``lint`` use, every file checked against its RECORD). The series is planned with
+:func:`compatkit.plan.plan_apply` on an in-memory view of the wheel, so containment, start-up
+code and hunk matching are the checks ``apply`` makes, and the state it writes is the one
+``status``, ``verify`` and ``explain`` read, marked ``built_in``. The version gets the local
+label ``ck.<patchset digest>``, and the same patchset and wheel give the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from compatkit import atomic, wheelfile
+from compatkit.errors import CompatkitError, UsageError
+from compatkit.patchset import Patchset
+from compatkit.paths import check_relpath
+from compatkit.plan import Overlay, plan_apply
+from compatkit.registry import Registry
+from compatkit.target import Dist, Environment, _headers
+from compatkit.value import Value
+from compatkit.wheels import WheelSource, WholeWheel, whole_wheel
+
+LABEL_PREFIX = "ck."
+_OUR_LABEL = re.compile(r"[+.]ck\.[0-9a-f]+$")
+_SIGNATURES = ("RECORD.jws", "RECORD.p7s")  # they sign the pristine RECORD: no longer true
+SBOM_NAME = "compatkit.cdx.json"
+
+
+class WheelResult(Value):
+    __slots__ = (
+        "path",
+        "name",
+        "version",
+        "base_version",
+        "sha256",
+        "applied",
+        "files",
+        "source",
+        "sbom",
+        "unchanged",
+    )
+
+    def __init__(
+        self,
+        path: Path,
+        name: str,
+        version: str,
+        base_version: str,
+        sha256: str,
+        applied: list[str],
+        files: list[str],
+        source: str,
+        sbom: str | None,  # the SBOM's path inside the wheel (None: cyclonedx missing)
+        unchanged: bool,  # the same bytes were already there
+    ) -> None:
+        self.path, self.name, self.version, self.base_version = path, name, version, base_version
+        self.sha256, self.applied, self.files, self.source = sha256, applied, files, source
+        self.sbom, self.unchanged = sbom, unchanged
+
+
+class MemoryFiles:
+    """The read side of a wheel held in a dict (:class:`compatkit.files.Files`)."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self._dirs = {p.rsplit("/", i)[0] for p in files for i in range(1, p.count("/") + 1)}
+
+    def read(self, relpath: str) -> bytes | None:
+        return self.files.get(relpath)
+
+    def is_file(self, relpath: str) -> bool:
+        return relpath in self.files
+
+    def lexists(self, relpath: str) -> bool:
+        return relpath in self.files or relpath in self._dirs
+
+    def listdir(self, relpath: str) -> list[str]:
+        prefix = relpath.rstrip("/") + "/"
+        names = {p[len(prefix) :].split("/", 1)[0] for p in self.files if p.startswith(prefix)}
+        return sorted(names)
+
+    def mtime_ns(self, relpath: str) -> int:
+        return 0
+
+    def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
+        check_relpath(relpath)
+        parts = relpath.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in self.files:
+                raise CompatkitError(f"refused path {relpath!r}: {parts[i - 1]} is a file")
+
+
+def base_version(ps: Patchset, env: Environment) -> str:
+    """The release to patch: the installed target's (less a label of ours), else the pin."""
+    dist = env.find(ps.distribution)
+    if dist is not None:
+        version = _OUR_LABEL.sub("", dist.version)
+    elif ps.specifier_text.strip().startswith("==") and "," not in ps.specifier_text:
+        version = ps.specifier_text.strip()[2:].strip()
+    else:
+        raise CompatkitError(
+            f"{ps.distribution} is not installed in {env.describe()} and {ps.name} targets "
+            f"{ps.target}, not one version: install it there or pass --python"
+        )
+    if "*" in version or not ps.specifier.contains(version, prereleases=True):
+        raise CompatkitError(f"{ps.name} targets {ps.target}, not {ps.distribution} {version}")
+    return version
+
+
+def _dist_info(whole: WholeWheel) -> str:
+    infos = {p.split("/", 1)[0] for p in whole.files if p.split("/", 1)[0].endswith(".dist-info")}
+    if len(infos) != 1:
+        raise CompatkitError(f"{whole.label}: not one .dist-info folder ({sorted(infos)})")
+    return infos.pop()
+
+
+class _Renamed(Value):
+    __slots__ = ("name", "info", "files", "executable")
+
+    def __init__(self, name: str, info: str, files: dict[str, bytes], executable: set[str]) -> None:
+        self.name, self.info, self.files, self.executable = name, info, files, executable
+
+
+def _renamed(whole: WholeWheel, version: str) -> _Renamed:
+    """The wheel's files with the folders renamed for ``version`` and METADATA's Version set."""
+    old_info = _dist_info(whole)
+    name = _headers(whole.files[f"{old_info}/METADATA"].decode("utf-8")).get("name", "")
+    stem = f"{wheelfile.escaped_name(name)}-{version}"
+
+    def new(path: str) -> str:
+        return wheelfile.rename_metadata(path, old_info[: -len(".dist-info")], stem)
+
+    files = {
+        new(p): data
+        for p, data in whole.files.items()
+        if not (p.startswith(f"{old_info}/") and p.rsplit("/", 1)[1] in _SIGNATURES)
+    }
+    info = f"{stem}.dist-info"
+    files[f"{info}/METADATA"] = wheelfile.set_version(files[f"{info}/METADATA"], version)
+    return _Renamed(name, info, files, {new(p) for p in whole.executable})
+
+
+def _apply(ps: Patchset, name: str, version: str, info: str, files: dict[str, bytes]) -> list[str]:
+    """Apply ``ps`` to ``files`` in place, as ``compatkit apply`` would; the paths it changed."""
+    order = list(files)
+    files[f"{info}/RECORD"] = wheelfile.regenerate_record(files, f"{info}/RECORD", order)
+    ov = Overlay(Dist(name, version, Path(info), Path(".")), MemoryFiles(files))
+    plan = plan_apply(ov, ps, [], force=False, built_in=True)
+    for rel, data in ov.data.items():
+        if data is None:
+            files.pop(rel, None)
+        else:
+            files[rel] = data
+    return [f.path for f in plan.state.files]
+
+
+def date_epoch() -> int:
+    raw = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not raw:
+        return wheelfile.ZIP_EPOCH
+    if not raw.isdigit():
+        raise UsageError(f"SOURCE_DATE_EPOCH={raw!r}: not a number of seconds")
+    return max(int(raw), wheelfile.ZIP_EPOCH)
+
+
+def _add_sbom(ps: Patchset, w: _Renamed, base: str, version: str, epoch: int) -> str | None:
+    """PEP 770: the wheel's own CycloneDX document under ``.dist-info/sboms/``."""
+    from compatkit.ops import sbom
+
+    if not sbom.available():
+        return None
+    path = f"{w.info}/sboms/{SBOM_NAME}"
+    w.files[path] = sbom.wheel_document(ps, w.name, base, version, epoch).encode()
+    return path
+
+
+def build_wheel(
+    registry: Registry, env: Environment, name: str, out_dir: Path, src: WheelSource
+) -> WheelResult:
+    ps = registry.get(name)
+    epoch = date_epoch()  # bad input is refused before anything is fetched or written
+    base = base_version(ps, env)
+    whole = whole_wheel(src, ps.distribution, base)
+    version = wheelfile.local_version(base, LABEL_PREFIX + ps.digest[:16])
+    w = _renamed(whole, version)
+    changed = _apply(ps, w.name, version, w.info, w.files)
+    sbom_path = _add_sbom(ps, w, base, version, epoch)
+    record = f"{w.info}/RECORD"
+    w.files[record] = wheelfile.regenerate_record(w.files, record, list(w.files))
+    data = wheelfile.zip_bytes(w.files, w.executable, epoch)
+    path = out_dir / wheelfile.wheel_name(w.name, version, w.files[f"{w.info}/WHEEL"])
+    unchanged = path.is_file() and path.read_bytes() == data
+    if not unchanged:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        atomic.write(path, data)
+    sha = hashlib.sha256(data).hexdigest()
+    return WheelResult(
+        path, w.name, version, base, sha, ps.ids, changed, whole.label, sbom_path, unchanged
+    )
