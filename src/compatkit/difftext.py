@@ -45,7 +45,7 @@ def file_diff(path: str, old: bytes | None, new: bytes | None, context: int = 3)
         return ""
     text = [f"diff --git a/{path} b/{path}\n"]
     if old is None:
-        text.append("new file mode 100644\n")  # git's way; unidiff needs it to see a creation
+        text.append("new file mode 100644\n")  # git's way (git apply needs it)
     elif new is None:
         text.append("deleted file mode 100644\n")
     for line in body:
