@@ -263,7 +263,6 @@ def _bench(session: nox.Session, quick: bool) -> None:
         "packaging",
         "importlib_metadata",
         "zipp",
-        "unidiff",
         "pygments",
         "markdown_it",
         "shtab",

@@ -94,7 +94,7 @@ def test_malformed_patch_in_a_patchset_is_one_line(demo: Demo) -> None:
     )
     code, _, err = demo.run("apply", "broken")
     assert code == 1
-    assert err.count("\n") == 1 and "malformed diff" in err
+    assert err.count("\n") == 1 and "0001.patch: corrupt patch at line 7: " in err
 
 
 def test_bad_toml_is_one_line(demo: Demo) -> None:

@@ -92,7 +92,9 @@ def test_crlf_and_no_final_newline(
     win, tail = venv.site / "crlf/win.py", venv.site / "crlf/tail.py"
     win.write_bytes(win.read_bytes().replace(b"v5 = 5\r\n", b"v5 = 'five'\r\nv55 = 55\r\n"))
     tail.write_bytes(b"a = 1\nb = 3")
-    edited = {p: venv.site.joinpath(p).read_bytes() for p in ("crlf/win.py", "crlf/tail.py")}
+    (venv.site / "crlf/new_win.py").write_bytes(b"n = 1\r\nm = 2\r\n")  # created: kept exactly
+    names = ("crlf/win.py", "crlf/tail.py", "crlf/new_win.py")
+    edited = {p: venv.site.joinpath(p).read_bytes() for p in names}
     patchsets = tmp_path / "patchsets"
     args = ["--python", venv.python, "--patchset-dir", str(patchsets)]
     code, _, err = run_cli(
@@ -100,7 +102,8 @@ def test_crlf_and_no_final_newline(
     )
     assert code == 0, err
     text = next((patchsets / "w/patches").glob("*.patch")).read_bytes()
-    assert b"\r" not in text and b"\\ No newline at end of file\n" in text
+    assert b"\\ No newline at end of file\n" in text
+    assert text.count(b"\r") == 2 and b"+n = 1\r\n+m = 2\r\n" in text  # only the new file
     assert {p: venv.site.joinpath(p).read_bytes() for p in edited} == edited
     assert run_cli(capsys, "revert", "w", *args)[0] == 0
     assert venv.snapshot() == before

@@ -246,6 +246,8 @@ def test_corpus_replay(fuzz_env: FuzzEnv, seed: Path) -> None:
     outcome = check_cli(fuzz_env, data)
     if seed.name.startswith("ok-"):
         assert outcome == "applied"
+        after = expected_files(fuzz_env)  # exit 0 with nothing changed is no success
+        assert any(fuzz_env.pristine.get(p) != data for p, data in after.items()), "no change"
     elif seed.name.startswith("bad-"):
         assert outcome == "refused"
 

@@ -1,8 +1,9 @@
 """Unified diffs → a small immutable model (pure; no file system access).
 
-unidiff does the parsing; this module turns its objects into small value objects that carry
-exactly what the engine needs, and refuses what compatkit does not apply (binary patches,
-renames, mode changes, symlinks).
+:mod:`compatkit.diffread` reads the text strictly (counts, truncation, headers); this module
+turns its sections into small value objects that carry exactly what the engine needs, decides
+what each file diff does (``/dev/null``, git's ``new file mode``, ``diff -N``'s epoch dates),
+and refuses what compatkit does not apply (binary patches, renames, mode changes, symlinks).
 
 >>> diff = "--- a/pkg/m.py\\n+++ b/pkg/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n"
 >>> [(f.path, f.kind, len(f.hunks)) for f in parse_diff(diff, "demo.patch")]
@@ -11,8 +12,10 @@ renames, mode changes, symlinks).
 
 from __future__ import annotations
 
-from io import StringIO
+import re
+from collections.abc import Sequence
 
+from compatkit.diffread import RawFile, RawHunk, is_epoch, read, unquote
 from compatkit.errors import PatchFormatError
 from compatkit.value import Value
 
@@ -34,6 +37,8 @@ class Hunk(Value):
         "lines",
         "old_no_eol",
         "new_no_eol",
+        "eols",
+        "exact",
     )
 
     def __init__(
@@ -45,11 +50,15 @@ class Hunk(Value):
         lines: tuple[tuple[str, str], ...],  # (kind, text): kind " ", "-" or "+"; text no EOL
         old_no_eol: bool = False,  # the old side's last line has no newline at end of file
         new_no_eol: bool = False,
+        eols: tuple[str, ...] | None = None,  # each line's ending in the patch: "\n", "\r\n", ""
+        exact: bool = False,  # match and write line endings as the patch has them
     ) -> None:
         self.old_start, self.old_len = old_start, old_len
         self.new_start, self.new_len = new_start, new_len
         self.lines = lines
         self.old_no_eol, self.new_no_eol = old_no_eol, new_no_eol
+        self.eols = eols if eols is not None else ("\n",) * len(lines)
+        self.exact = exact
 
     @property
     def old_lines(self) -> list[str]:
@@ -58,6 +67,10 @@ class Hunk(Value):
     @property
     def new_lines(self) -> list[str]:
         return [text for kind, text in self.lines if kind != "-"]
+
+    @property
+    def old_eols(self) -> list[str]:
+        return [eol for (kind, _), eol in zip(self.lines, self.eols, strict=True) if kind != "+"]
 
     def reversed(self) -> Hunk:
         swap = {" ": " ", "-": "+", "+": "-"}
@@ -69,6 +82,8 @@ class Hunk(Value):
             tuple((swap[k], t) for k, t in self.lines),
             self.new_no_eol,
             self.old_no_eol,
+            self.eols,
+            self.exact,
         )
 
 
@@ -103,83 +118,118 @@ def _strip_prefixes(source: str, target: str) -> tuple[str, str]:
     return source, target
 
 
-def _convert_hunk(hunk: object, where: str) -> Hunk:
-    lines: list[tuple[str, str]] = []
-    old_no_eol = new_no_eol = False
-    for line in hunk:  # type: ignore[attr-defined]
-        kind = line.line_type
-        if kind == "\\":
-            if not lines:
-                raise PatchFormatError(f"{where}: '\\ No newline' marker before any line")
-            prev = lines[-1][0]
-            old_no_eol = old_no_eol or prev in (" ", "-")
-            new_no_eol = new_no_eol or prev in (" ", "+")
-            continue
-        value: str = line.value
-        if value.endswith("\n"):
-            value = value[:-1]
-        lines.append((kind or " ", value))  # unidiff types a bare empty line "" (context)
-    return Hunk(
-        hunk.source_start,  # type: ignore[attr-defined]
-        hunk.source_length,  # type: ignore[attr-defined]
-        hunk.target_start,  # type: ignore[attr-defined]
-        hunk.target_length,  # type: ignore[attr-defined]
-        tuple(lines),
-        old_no_eol,
-        new_no_eol,
-    )
+def changes_eol(lines: Sequence[tuple[str, str]], eols: Sequence[str]) -> bool:
+    """Whether a hunk changes line endings: in one run of ``-`` and ``+`` lines, a line is
+    removed with one ending ("\\n" or "\\r\\n") and added back with the other."""
+    runs: list[tuple[set[tuple[str, str]], set[tuple[str, str]]]] = [(set(), set())]
+    for (kind, text), eol in zip(lines, eols, strict=True):
+        if kind == " ":
+            runs.append((set(), set()))
+        elif eol:  # "": no newline at all, which the no-eol flags express
+            runs[-1][kind == "+"].add((text, eol))
+    for removed, added in runs:
+        if {t for t, _ in removed - added} & {t for t, _ in added - removed}:
+            return True
+    return False
 
 
-def _refuse_unsupported(pf: object, where: str) -> None:
-    if pf.is_binary_file:  # type: ignore[attr-defined]
+def _hunk(raw: RawHunk, create: bool) -> Hunk:
+    lines = tuple((kind, text) for kind, text, _ in raw.lines)
+    eols = tuple(eol for _, _, eol in raw.lines)
+    exact = create or changes_eol(lines, eols)
+    counts = (raw.old_start, raw.old_len, raw.new_start, raw.new_len)
+    return Hunk(*counts, lines, "-" in raw.no_eol, "+" in raw.no_eol, eols, exact)
+
+
+def _refuse_unsupported(raw: RawFile, where: str) -> None:
+    info = "\n".join(raw.extended) + "\n"
+    if raw.binary:
         raise PatchFormatError(f"{where}: binary patches are not supported")
-    info = "".join(pf.patch_info or [])  # type: ignore[attr-defined]
     if "old mode " in info or "new mode " in info:
         raise PatchFormatError(f"{where}: file mode changes are not supported")
-    if "rename from " in info or "copy from " in info or pf.is_rename:  # type: ignore[attr-defined]
+    if "rename from " in info or "copy from " in info or "rename old " in info:
         raise PatchFormatError(f"{where}: renames and copies are not supported")
     if "120000" in info or "160000" in info:
         raise PatchFormatError(f"{where}: symlink and submodule changes are not supported")
+    if re.search(r"^new file mode (?!100644\n)", info, re.M):
+        raise PatchFormatError(f"{where}: file modes are not supported (a new file is 100644)")
 
 
-def _convert_file(pf: object, label: str) -> FileDiff:
-    source, target = _strip_prefixes(pf.source_file or "", pf.target_file or "")  # type: ignore[attr-defined]
-    where = f"{label}: {shown(target if target != DEV_NULL else source)}"
-    _refuse_unsupported(pf, where)
+def _git_names(raw: RawFile) -> tuple[str, str] | None:
+    """The two paths of a ``diff --git a/P b/P`` line, when it names one file unambiguously."""
+    names = raw.git or ""
+    if names.startswith('"'):
+        left, sep, right = names[1:].partition('" ')
+        return (unquote(f'"{left}"'), unquote(right)) if sep else None
+    half = (len(names) - 1) // 2
+    left, right = names[:half], names[half + 1 :]
+    stripped = _strip_prefixes(left, right)
+    return (left, right) if names[half : half + 1] == " " and stripped[0] == stripped[1] else None
+
+
+def _sides(raw: RawFile, where: str) -> tuple[str, str]:
+    git = _git_names(raw) if raw.git is not None else None
+    if raw.old is None or raw.new is None:
+        if git is None:
+            raise PatchFormatError(f"{where}: cannot tell which file the git header names")
+        new_file = any(x.startswith("new file mode ") for x in raw.extended)
+        gone = any(x.startswith("deleted file mode ") for x in raw.extended)
+        return (DEV_NULL if new_file else git[0]), (DEV_NULL if gone else git[1])
+    return raw.old, raw.new
+
+
+def _kind(raw: RawFile, source: str, target: str, where: str) -> FileKind:
     if source == DEV_NULL and target == DEV_NULL:
         raise PatchFormatError(f"{where}: both sides are /dev/null")
-    kind: FileKind = (
-        "create" if source == DEV_NULL else "delete" if target == DEV_NULL else "modify"
-    )
+    hunks = raw.hunks
+    if source == DEV_NULL or _absent(raw, 0):
+        kind: FileKind = "create"
+    elif target == DEV_NULL or _absent(raw, 1):
+        kind = "delete"
+    else:
+        kind = "modify"
+    extended = "\n".join(raw.extended)
+    if ("new file mode" in extended and kind != "create") or (
+        "deleted file mode" in extended and kind != "delete"
+    ):
+        raise PatchFormatError(f"{where}: its git header and its '---'/'+++' lines disagree")
+    if kind != "modify" and any(h.new_len if kind == "delete" else h.old_len for h in hunks):
+        raise PatchFormatError(f"{where}: a hunk of a {kind}d file has lines on the other side")
+    return kind
+
+
+def _absent(raw: RawFile, side: int) -> bool:
+    """``diff -N``'s way to say side 0 (old) or 1 (new) is no file: the epoch as its date, and
+    no line on that side in any hunk (as git and GNU patch read it)."""
+    lengths = [(h.old_len, h.new_len)[side] for h in raw.hunks]
+    return bool(lengths) and not any(lengths) and is_epoch(raw.stamps[side])
+
+
+def _convert_file(raw: RawFile, label: str) -> FileDiff:
+    where = f"{label}: line {raw.line_no}"
+    _refuse_unsupported(raw, where)
+    source, target = _strip_prefixes(*_sides(raw, where))
+    where = f"{label}: {shown(target if target != DEV_NULL else source)}"
+    kind = _kind(raw, source, target, where)
     if kind == "modify" and source != target:
         raise PatchFormatError(
             f"{where}: source and target paths differ ({shown(source)} vs {shown(target)})"
         )
-    hunks = tuple(_convert_hunk(h, where) for h in pf)  # type: ignore[attr-defined]
-    if not hunks and kind == "modify":
+    if not raw.hunks and (kind == "modify" or raw.old is not None):
         raise PatchFormatError(f"{where}: file header without any hunk")
+    hunks = tuple(_hunk(h, kind == "create") for h in raw.hunks)
     return FileDiff(source if kind == "delete" else target, kind, hunks)
 
 
-def parse_diff(text: str, label: str) -> tuple[FileDiff, ...]:
+def parse_diff(text: str, label: str, first_line: int = 1) -> tuple[FileDiff, ...]:
     """Parse ``git diff``, ``git format-patch`` or ``diff -u`` text into file diffs.
 
-    Line endings of the patch are normalised; an empty patch or one that unidiff rejects
-    raises :class:`PatchFormatError` with a one-line message.
+    ``first_line`` is the line of the patch file ``text`` starts at (for messages). Anything
+    malformed, truncated or not supported raises :class:`PatchFormatError` with one line.
     """
-    from unidiff.errors import UnidiffParseError
-    from unidiff.patch import PatchSet
-
-    text = text.replace("\r\n", "\n")
-    try:
-        parsed = PatchSet(StringIO(text))
-    except UnidiffParseError as exc:
-        raise PatchFormatError(f"{label}: malformed diff: {_one_line(str(exc))}") from None
-    except (ValueError, TypeError, IndexError, AttributeError, AssertionError) as exc:
-        raise PatchFormatError(f"{label}: malformed diff: {_one_line(str(exc))}") from None
-    if not parsed:
+    files = tuple(_convert_file(raw, label) for raw in read(text, label, first_line))
+    if not files:
         raise PatchFormatError(f"{label}: contains no diff")
-    files = tuple(_convert_file(pf, label) for pf in parsed)
     seen: set[str] = set()
     for f in files:
         if f.path in seen:
@@ -191,8 +241,3 @@ def parse_diff(text: str, label: str) -> tuple[FileDiff, ...]:
 def shown(text: str) -> str:
     """``text`` safe to print on one line: control and undecodable characters escaped."""
     return text if text.isprintable() else repr(text)[1:-1]
-
-
-def _one_line(message: str, limit: int = 160) -> str:
-    flat = shown(" ".join(message.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -2,7 +2,9 @@
 
 Context must match exactly; when line numbers are off, the whole file is searched, nearest
 position first, and the offset is reported. There is no fuzz. Every line keeps its own line
-ending; added lines take the file's dominant one, so a CRLF file stays CRLF.
+ending; added lines take the file's dominant one, so a CRLF file stays CRLF. An exact hunk
+(one that creates a file, or changes line endings) is matched and written with the patch's
+own line endings instead (docs/patchset-format.md, "Line endings").
 
 >>> from compatkit.diffparse import parse_diff
 >>> (fd,) = parse_diff("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-a\\n+b\\n", "p")
@@ -90,6 +92,8 @@ def _matches(lines: Sequence[Line], pos: int, hunk: Hunk) -> bool:
         return False
     if any(lines[pos + i][0] != text for i, text in enumerate(old)):
         return False
+    if hunk.exact and any(lines[pos + i][1] != e for i, e in enumerate(hunk.old_eols) if e):
+        return False
     at_eof = end == len(lines)
     if hunk.old_no_eol:
         return at_eof and bool(old) and lines[-1][1] == ""
@@ -144,14 +148,14 @@ def _window_starts(text: list[str], old: list[str]) -> list[int]:
 def _new_region(lines: Sequence[Line], pos: int, hunk: Hunk, eol: str) -> list[Line]:
     region: list[Line] = []
     cursor = pos
-    for kind, text in hunk.lines:
+    for (kind, text), own in zip(hunk.lines, hunk.eols, strict=True):
         if kind == " ":
             region.append((text, lines[cursor][1]))
             cursor += 1
         elif kind == "-":
             cursor += 1
         else:
-            region.append((text, eol))
+            region.append((text, own or eol if hunk.exact else eol))
     at_eof = cursor == len(lines)
     if region and at_eof:
         last_text, last_eol = region[-1]

@@ -31,19 +31,27 @@ _ALIASES = {"subject": "title", "from": "author", "date": "last-update", "smoke"
 class Patch(Value):
     """One patch file. Its diff is parsed on first use of :attr:`files` (start-up time)."""
 
-    __slots__ = ("id", "fields", "path", "diff_text", "_files")
+    __slots__ = ("id", "fields", "path", "diff_text", "_raw", "_files")
 
-    def __init__(self, id: str, fields: dict[str, str], path: Path, diff_text: str) -> None:
+    def __init__(
+        self,
+        id: str,
+        fields: dict[str, str],
+        path: Path,
+        diff_text: str,  # CRLF as LF, for showing it
+        raw: tuple[str, int] | None = None,  # the diff as written, and the line it starts at
+    ) -> None:
         self.id = id
         self.fields = fields
         self.path = path
         self.diff_text = diff_text
+        self._raw = (diff_text, 1) if raw is None else raw
         self._files: tuple[FileDiff, ...] | None = None
 
     @property
     def files(self) -> tuple[FileDiff, ...]:
         if self._files is None:
-            self._files = parse_diff(self.diff_text, shown(self.path.name))
+            self._files = parse_diff(self._raw[0], shown(self.path.name), self._raw[1])
         return self._files
 
     @property
@@ -163,14 +171,21 @@ def _clean_subject(value: str) -> str:
 
 def split_header(text: str) -> tuple[dict[str, str], str]:
     """Split a patch file into its header fields (lower-case names) and the diff text."""
-    lines = text.replace("\r\n", "\n").split("\n")
+    fields, body, _ = split_patch(text)
+    return fields, body.replace("\r\n", "\n")
+
+
+def split_patch(text: str) -> tuple[dict[str, str], str, int]:
+    """:func:`split_header`, the diff keeping its line endings, and the line it starts at."""
+    raw = text.split("\n")
+    lines = [x[:-1] if x.endswith("\r") and i < len(raw) - 1 else x for i, x in enumerate(raw)]
     fields: dict[str, str] = {}
     description: list[str] = []
     current: str | None = None
+    start = len(lines)
     for i, line in enumerate(lines):
         if line == "---" or line.startswith(_DIFF_START):
             start = i + 1 if line == "---" else i
-            body = "\n".join(lines[start:])
             break
         if i == 0 and _MAIL_FROM.match(line):
             continue
@@ -189,13 +204,12 @@ def split_header(text: str) -> tuple[dict[str, str], str]:
         current = None
         if line.strip():
             description.append(line.strip())
-    else:
-        body = ""
+    body = "\n".join(raw[start:])
     if "title" in fields:
         fields["title"] = _clean_subject(fields["title"])
     if description and "description" not in fields:
         fields["description"] = "\n".join(description)
-    return {k: v.strip() for k, v in fields.items()}, body
+    return {k: v.strip() for k, v in fields.items()}, body, start + 1
 
 
 def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
@@ -204,7 +218,7 @@ def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
     text = raw.decode("utf-8", "surrogateescape")
     if not text.strip():
         raise PatchFormatError(f"{label}: empty patch file")
-    fields, body = split_header(text)
+    fields, body, first_line = split_patch(text)
     try:
         "".join(fields.values()).encode("utf-8")
     except UnicodeEncodeError:
@@ -212,7 +226,7 @@ def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
     patch_id = fields.get("patch-id") or path.stem
     if not patch_id.isprintable():
         raise PatchFormatError(f"{label}: Patch-Id {shown(patch_id)!r} has unprintable characters")
-    patch = Patch(patch_id, fields, path, body)
+    patch = Patch(patch_id, fields, path, body.replace("\r\n", "\n"), (body, first_line))
     if eager:
         _ = patch.files
     return patch

@@ -70,7 +70,7 @@ def declared(meta: Mapping[str, object], where: str) -> tuple[str, ...]:
 
 def _may_touch(diff_text: str) -> bool:
     """A cheap necessary condition, so the diff of an ordinary patch is not parsed here (the
-    read-only commands do not parse diffs of applied patches: unidiff is slow to import)."""
+    read-only commands do not parse diffs of applied patches, for start-up time)."""
     for line in diff_text.splitlines():
         if line.startswith(_HEADERS):
             low = line.lower()
