@@ -382,6 +382,7 @@ def _run(args: argparse.Namespace, out: Any) -> int:
 
 def _matrix(args: argparse.Namespace, registry: object, env: object, out: object) -> int:
     from compatkit.commands import matrix, matrix_report
+
     if args.action == "jobs":
         return matrix.jobs(args.matrix)
     if args.action == "report":

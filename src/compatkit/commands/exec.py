@@ -30,7 +30,9 @@ def exec_command(
 ) -> int:
     out = out or Output()
     if not command:
-        raise UsageError("exec needs a command after '--': compatkit exec PATCHSET... -- COMMAND...")
+        raise UsageError(
+            "exec needs a command after '--': compatkit exec PATCHSET... -- COMMAND..."
+        )
     root = ops.exec_dir(registry, env, names)
     try:
         proc = subprocess.run(command, env=ops.child_environ(root))

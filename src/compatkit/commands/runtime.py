@@ -46,11 +46,15 @@ def status(registry: Registry, root: Path, out: Output) -> int:
                 "name": c.name,
                 "version": c.version,
                 "state": summary,
-                "patches": [{"id": s.id, "status": s.status, "detail": s.detail} for s in c.statuses],
+                "patches": [
+                    {"id": s.id, "status": s.status, "detail": s.detail} for s in c.statuses
+                ],
             }
         )
         rows = [[s.id, str(s.status), s.detail] for s in c.statuses]
-        out.table(f"{c.name} {c.version} (runtime {root}): {summary}", ["patch", "state", "detail"], rows)
+        out.table(
+            f"{c.name} {c.version} (runtime {root}): {summary}", ["patch", "state", "detail"], rows
+        )
     return 0
 
 

@@ -15,13 +15,17 @@ from pathlib import Path
 
 from compatkit import cache
 from compatkit.checks import PatchStatus
-from compatkit.errors import CompatkitError, UsageError
+from compatkit.errors import CompatkitError
 from compatkit.registry import Registry
 from compatkit.results import Status
 from compatkit.runtime import install as disk
 from compatkit.runtime.prepare import prepare
 from compatkit.target import Environment
 from compatkit.value import Value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def exec_dir(registry: Registry, env: Environment, names: list[str]) -> Path:
@@ -79,7 +83,7 @@ def uninstall(root: Path) -> list[str]:
         raise CompatkitError(f"cannot remove the runtime in {root} ({exc.strerror})") from None
 
 
-def _file_problem(root: Path, key: str, f: dict[str, object]) -> str | None:
+def _file_problem(root: Path, key: str, f: dict[str, Any]) -> str | None:
     """Why the hook would refuse this file (None: it serves it)."""
     origin, original = str(f["origin"]), f["original"]
     try:
@@ -109,43 +113,54 @@ class RuntimeCheck(Value):
         self.name, self.version, self.statuses, self.problems = name, version, statuses, problems
 
 
-def _set_problems(registry: Registry, ps: dict[str, object]) -> list[str]:
+def _set_problems(registry: Registry, ps: dict[str, Any]) -> list[str]:
     name = str(ps["name"])
-    found = [f"{what} is no longer installed" for info, what in ps["guards"] if not Path(info).is_dir()]  # type: ignore[attr-defined]
+    found = [
+        f"{what} is no longer installed" for info, what in ps["guards"] if not Path(info).is_dir()
+    ]
     if name not in registry.names():
         found.append(f"{name} is not a known patchset any more")
     elif registry.get(name).digest != ps["digest"]:
-        found.append(f"the patchset changed since it was prepared ({ps['version']} -> "
-                     f"{registry.get(name).version})")
+        now = registry.get(name).version
+        found.append(f"the patchset changed since it was prepared ({ps['version']} -> {now})")
     return found
+
+
+def _check_set(
+    registry: Registry,
+    root: Path,
+    ps: dict[str, Any],
+    files: list[dict[str, Any]],
+    broken: dict[str, str | None],
+    missing: list[str],
+) -> RuntimeCheck:
+    name = str(ps["name"])
+    problems = missing + _set_problems(registry, ps)
+    statuses = []
+    for patch_id in ps["patches"]:
+        mine = [f for f in files if f"{name}:{patch_id}" in f["patches"]]
+        bad = [p for f in mine if (p := broken[f["relpath"]])]
+        problems += [f"{name} {patch_id}: {b}; the hook refuses to import it" for b in bad]
+        if bad or problems:
+            statuses.append(PatchStatus(patch_id, Status.DRIFTED, (bad or problems)[0]))
+        else:
+            statuses.append(PatchStatus(patch_id, Status.RUNTIME, f"served from {root}"))
+    unique = sorted(set(problems), key=problems.index)
+    return RuntimeCheck(name, str(ps["version"]), statuses, unique)
 
 
 def check(registry: Registry, root: Path) -> list[RuntimeCheck]:
     """What the hook in ``root`` would do with each patch: serve it, or refuse it (and why)."""
     root = root.resolve()
     manifest = disk.read_manifest(root)
-    key = str(manifest["key"])
-    files: list[dict[str, object]] = manifest["files"]  # type: ignore[assignment]
-    broken = {str(f["relpath"]): _file_problem(root, key, f) for f in files}
-    missing = [] if (root / f"{manifest['hook']}.py").is_file() else [f"{root}: the hook is missing"]
-    out = []
-    for ps in manifest["patchsets"]:  # type: ignore[attr-defined]
-        name = str(ps["name"])
-        problems = missing + _set_problems(registry, ps)
-        statuses = []
-        for patch_id in ps["patches"]:
-            mine = [f for f in files if f"{name}:{patch_id}" in f["patches"]]  # type: ignore[operator]
-            bad = [p for f in mine if (p := broken[str(f["relpath"])])]
-            problems += [f"{name} {patch_id}: {b}; the hook refuses to import it" for b in bad]
-            if bad or problems:
-                detail = (bad or problems)[0]
-                statuses.append(PatchStatus(patch_id, Status.DRIFTED, detail))
-            else:
-                statuses.append(PatchStatus(patch_id, Status.RUNTIME, f"served from {root}"))
-        out.append(RuntimeCheck(name, str(ps["version"]), statuses, sorted(set(problems), key=problems.index)))
-    return out
-
-
-def require_names(names: list[str], verb: str) -> None:
-    if not names:
-        raise UsageError(f"{verb} needs at least one patchset name")
+    try:
+        files: list[dict[str, Any]] = manifest["files"]
+        broken = {f["relpath"]: _file_problem(root, str(manifest["key"]), f) for f in files}
+        hook = root / f"{manifest['hook']}.py"
+        missing = [] if hook.is_file() else [f"{hook} is missing"]
+        return [
+            _check_set(registry, root, ps, files, broken, missing) for ps in manifest["patchsets"]
+        ]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        where = root / disk.DATA / "manifest.json"
+        raise CompatkitError(f"{where}: malformed manifest ({type(exc).__name__}: {exc})") from None

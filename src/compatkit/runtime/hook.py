@@ -44,7 +44,9 @@ _AGAIN = (
     "run 'compatkit exec' or 'compatkit runtime install' again to re-check the patches "
     "against this environment"
 )
-_lines: dict[str, tuple[int, list[str]]] = {}  # filename -> (size, lines) of every patched module loaded
+_lines: dict[
+    str, tuple[int, list[str]]
+] = {}  # filename -> (size, lines) of every patched module loaded
 
 
 class RuntimeRefusal(ImportError):
@@ -185,9 +187,10 @@ def _load_pyc(pyc: str, source: bytes) -> CodeType | None:
     if data[: len(header)] != header:
         return None
     try:
-        return marshal.loads(memoryview(data)[len(header) :])
+        code: CodeType = marshal.loads(memoryview(data)[len(header) :])
     except (EOFError, ValueError, TypeError):
         return None
+    return code
 
 
 def _store_pyc(pyc: str, source: bytes, code: CodeType) -> None:
@@ -231,7 +234,7 @@ def _updatecache(original: Callable[..., list[str]]) -> Callable[..., list[str]]
             return lines
         return original(filename, module_globals)
 
-    updatecache.compatkit = True
+    setattr(updatecache, "compatkit", True)  # noqa: B010 - a function attribute
     return updatecache
 
 

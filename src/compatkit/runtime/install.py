@@ -30,6 +30,10 @@ from compatkit import atomic
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 DATA = "_compatkit_runtime"  # the same as hook.DATA (the hook is not imported here)
 MARKER = "# compatkit runtime hook"
 PTH_NAME = "00-compatkit-runtime"
@@ -164,7 +168,7 @@ def _drop_stale(data: Path, key: str, hook: str, root: Path) -> None:
             old.unlink(missing_ok=True)
 
 
-def read_manifest(root: Path) -> dict[str, object]:
+def read_manifest(root: Path) -> dict[str, Any]:
     path = root / DATA / "manifest.json"
     try:
         doc = json.loads(path.read_bytes())
