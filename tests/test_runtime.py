@@ -3,17 +3,14 @@ site-packages is read-only (a read-only bind mount in a mount namespace, or chmo
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import Demo, build_wheel, write_patchset
+from conftest import Demo, build_wheel, read_only, write_patchset
 
 SCRIPT = """\
 import inspect, linecache, traceback
@@ -33,31 +30,6 @@ PATCHED = [
     "trace: return 'hi ' + name",
     "linecache: return 'hi ' + name",
 ]
-
-
-def _can_unshare() -> bool:
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        return False
-    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
-
-
-@contextlib.contextmanager
-def read_only(site: Path) -> Iterator[list[str]]:
-    """A command prefix that runs its command with ``site`` read-only."""
-    if _can_unshare():
-        script = f'mount --bind {site} {site} && mount -o remount,ro,bind {site} && exec "$@"'
-        yield ["unshare", "-m", "sh", "-c", script, "sh"]
-        return
-    if os.geteuid() == 0:
-        pytest.skip("root without mount namespaces: chmod cannot make site-packages read-only")
-    modes = {p: p.stat().st_mode for p in [site, *site.rglob("*")]}
-    for p in modes:
-        p.chmod(modes[p] & ~0o222)
-    try:
-        yield []
-    finally:
-        for p, mode in modes.items():
-            p.chmod(mode)
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
