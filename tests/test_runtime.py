@@ -223,6 +223,8 @@ def test_sitecustomize_chains_and_pth_form(demo: Demo, tmp_path: Path) -> None:
     assert not (root / "sitecustomize.py").exists()
     plain = [demo.venv.python, "-c", "import demo.greet; print(demo.greet.hello('x'))"]
     assert run(plain, _env(tmp_path)).stdout.strip() == "hi x"
+    isolated = [plain[0], "-I", *plain[1:]]  # -I ignores PYTHONPATH, not site-packages' .pth
+    assert run(isolated, _env(tmp_path)).stdout.strip() == "hi x"
     assert demo.run("verify", "--runtime", str(root))[0] == 0
     code, out, _ = demo.run("runtime", "uninstall", "--dir", str(root))
     assert code == 0 and not list(demo.venv.site.glob("00-compatkit-runtime.*"))
