@@ -3,6 +3,7 @@ site-packages is read-only (a read-only bind mount in a mount namespace, or chmo
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -120,6 +121,12 @@ def test_a_changed_file_is_refused_loudly(demo: Demo, tmp_path: Path) -> None:
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
     code, out, _ = demo.run("verify", "--runtime", str(root))
     assert code == 0 and "verified: demo-fix applied at import time" in out
+    code, out, _ = demo.run("status", "--runtime", str(root), "--json")
+    (doc,) = json.loads(out)["patchsets"]
+    assert [(p["id"], p["status"]) for p in doc["patches"]] == [
+        ("patch-1", "applied (runtime)"),
+        ("patch-2", "applied (runtime)"),
+    ]
     greet = demo.venv.site / "demo/greet.py"
     greet.write_bytes(greet.read_bytes() + b"# edited\n")
     swallow = "try:\n    import demo.greet\nexcept ImportError as e:\n    print(type(e).__name__)\n"
@@ -221,6 +228,15 @@ def test_sitecustomize_chains_and_pth_form(demo: Demo, tmp_path: Path) -> None:
         .endswith(":start")
     )
     assert not (root / "sitecustomize.py").exists()
+    # what a PEP 829 site.py (3.15+) does with the .start file: resolve the entry point, call it
+    (entry,) = (demo.venv.site / "00-compatkit-runtime.start").read_text().splitlines()[1:]
+    pep829 = (
+        f"import sys, pkgutil; sys.path[:0] = [{str(root)!r}, {str(demo.venv.site)!r}]\n"
+        f"pkgutil.resolve_name({entry!r})()\n"
+        "import demo.greet; print(demo.greet.hello('x'))\n"
+    )
+    proc = run([demo.venv.python, "-S", "-c", pep829], _env(tmp_path))  # -S: no .pth at all
+    assert proc.stdout.strip() == "hi x", proc.stderr
     plain = [demo.venv.python, "-c", "import demo.greet; print(demo.greet.hello('x'))"]
     assert run(plain, _env(tmp_path)).stdout.strip() == "hi x"
     isolated = [plain[0], "-I", *plain[1:]]  # -I ignores PYTHONPATH, not site-packages' .pth

@@ -293,13 +293,8 @@ def _dispatch(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> in
         from compatkit.commands.revert import revert
 
         return revert(registry, env, args.patchset, args.force, out)
-    if cmd in ("status", "verify") and args.runtime is not None:
-        from compatkit.commands import runtime
-
-        if args.patchset:
-            raise UsageError(f"{cmd} --runtime DIR checks the patchsets DIR holds; name none")
-        check = runtime.status if cmd == "status" else runtime.verify
-        return check(registry, args.runtime, out)
+    if cmd in ("exec", "runtime") or getattr(args, "runtime", None) is not None:
+        return _runtime_mode(args, registry, env, out)
     if cmd == "verify":
         from compatkit.commands import verify
 
@@ -347,21 +342,30 @@ def _dispatch_more(args: argparse.Namespace, registry: Any, env: Any, out: Any) 
         return completion.names(registry, args.kind, out)
     if cmd == "matrix":
         return _matrix(args, registry, env, out)
+    if cmd in ("diff", "lint", "rebase"):
+        return _run_authoring(args, registry, env, out)
+    raise AssertionError(cmd)
+
+
+def _runtime_mode(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
+    """exec, runtime install/uninstall, status/verify --runtime (compatkit.runtime)."""
+    cmd = args.command
     if cmd == "exec":
         from compatkit.commands.exec import exec_command
 
         return exec_command(registry, env, args.patchset, args.command_line, out)
-    if cmd == "runtime":
-        from compatkit.commands import runtime
+    from compatkit.commands import runtime
 
-        if args.action == "install":
-            return runtime.install(registry, env, args.patchset, args.dir, args.pth, out)
-        if args.patchset or args.pth:
-            raise UsageError("runtime uninstall takes only --dir")
-        return runtime.uninstall(args.dir, out)
-    if cmd in ("diff", "lint", "rebase"):
-        return _run_authoring(args, registry, env, out)
-    raise AssertionError(cmd)
+    if cmd in ("status", "verify"):
+        if args.patchset:
+            raise UsageError(f"{cmd} --runtime DIR checks the patchsets DIR holds; name none")
+        check = runtime.status if cmd == "status" else runtime.verify
+        return check(registry, args.runtime, out)
+    if args.action == "install":
+        return runtime.install(registry, env, args.patchset, args.dir, args.pth, out)
+    if args.patchset or args.pth:
+        raise UsageError("runtime uninstall takes only --dir")
+    return runtime.uninstall(args.dir, out)
 
 
 def _run(args: argparse.Namespace, out: Any) -> int:
