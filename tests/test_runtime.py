@@ -207,6 +207,7 @@ def test_created_modules_are_served_and_deleted_ones_hidden(demo: Demo, tmp_path
         proc = run(cmd, _env(tmp_path))
     raise_line = 'raise ValueError("from the created module")'
     assert proc.stdout.splitlines() == [raise_line, raise_line, "hidden demo.util"], proc.stderr
+    assert "demo.util" not in proc.stderr  # hidden as the patch says: nothing to shout about
 
 
 def test_sitecustomize_chains_and_pth_form(demo: Demo, tmp_path: Path) -> None:

@@ -53,10 +53,10 @@ class RuntimeRefusal(ImportError):
     """A patched module this hook will not import (the environment changed since prepare)."""
 
 
-def _refuse(fullname: str, reason: str, cls: type[ImportError] = RuntimeRefusal) -> ImportError:
+def _refuse(fullname: str, reason: str) -> RuntimeRefusal:
     message = f"compatkit runtime: refusing to import {fullname}: {reason}"
     print(message, file=sys.stderr)  # loud even where the caller catches ImportError
-    return cls(message, name=fullname)
+    return RuntimeRefusal(message, name=fullname)
 
 
 def _sha256(data: bytes) -> str:
@@ -103,9 +103,9 @@ class Finder:
         elif _sha256(_read(where)) != entry["original"]:
             reason = f"{where} changed since {entry['label']} was prepared for it; {_AGAIN}"
             raise _refuse(fullname, reason)
-        if entry["patched"] is None:
-            reason = f"{entry['label']} deletes it (No module named {fullname!r})"
-            raise _refuse(fullname, reason, ModuleNotFoundError)
+        if entry["patched"] is None:  # hidden, as intended: not a refusal, so not printed
+            message = f"No module named {fullname!r} ({entry['label']} deletes it)"
+            raise ModuleNotFoundError(message, name=fullname)
         return self._spec(fullname, entry, real)
 
     def _check_guards(self, fullname: str, entry: Entry) -> None:
