@@ -152,6 +152,22 @@ def wheel_proof(session: nox.Session) -> None:
     session.run("python", "-c", check, str(sbom))
 
 
+@nox.session(python=PYTHON)
+def runtime(session: nox.Session) -> None:
+    """Runtime mode on the real stack: with site-packages read-only, the speculators-vllm016
+    smoke tests pass through `compatkit exec` and fail without it (tests/test_runtime_real.py)."""
+    session.install("-e", ".[test]")
+    target = _real_env(session, "runtime")
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_runtime_real.py",
+        *session.posargs,
+        env={"COMPATKIT_REAL_PYTHON": target},
+    )
+
+
 def _site_packages(session: nox.Session, python: str) -> Path:
     code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     return Path(str(session.run(python, "-c", code, silent=True, external=True)).strip())

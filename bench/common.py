@@ -52,13 +52,18 @@ class Figure:
         return [
             self.id,
             self.what,
-            f"{self.value * 1000:.0f} ms",
+            _ms(self.value),
             self.reference_name,
-            f"{self.reference * 1000:.0f} ms",
+            _ms(self.reference),
             f"{self.ratio:.2f}×",
             target,
             verdict,
         ]
+
+
+def _ms(seconds: float) -> str:
+    """Milliseconds, with two decimals below 10 ms (P7 measures fractions of one)."""
+    return f"{seconds * 1000:.2f} ms" if seconds < 0.01 else f"{seconds * 1000:.0f} ms"
 
 
 @dataclass

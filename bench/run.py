@@ -25,7 +25,8 @@ TARGETS = """\
 | P2 | `apply` + `revert` of 1,000 files, one hunk each, over a 1,000-module distribution | `git apply` + `git apply -R` | ≤ 2× |
 | P3 | `verify --pristine vllm` over all of vLLM 0.16.0 | `sha256sum` on both cores | ≤ 1.2× |
 | P4 | warm re-run of the speculators 0.3.0 + vLLM 0.16.0 matrix cell | its smoke tests alone | ≤ 1.3× |
-| P5 | `compatkit wheel speculators-vllm016`: the patched speculators 0.3.0 wheel | a re-zip of the same wheel | (reported) |
+| P6 | `compatkit wheel speculators-vllm016`: the patched speculators 0.3.0 wheel | a re-zip of the same wheel | (reported) |
+| P7 | runtime mode: re-import of speculators-vllm016's 2 patched modules through the hook | the same patched files imported normally | (reported) |
 """
 
 
@@ -47,14 +48,16 @@ def main() -> int:
     import p1_p3
     import p2_apply
     import p4_matrix
-    import p5_wheel
+    import p6_wheel
+    import runtime_import
 
     steps = {
         "P1": lambda: p1_p3.p1(report, args.python),
         "P2": lambda: p2_apply.run(report),
         "P3": lambda: p1_p3.p3(report, args.python),
         "P4": lambda: p4_matrix.run(report),
-        "P5": lambda: p5_wheel.run(report, args.python),
+        "P6": lambda: p6_wheel.run(report, args.python),
+        "P7": lambda: runtime_import.run(report, args.python),
     }
     for name, step in steps.items():
         if not args.only or name in args.only:

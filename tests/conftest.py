@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -185,6 +186,35 @@ def demo(
     patchsets = tmp_path / "patchsets"
     write_patchset(patchsets)
     yield Demo(venv, patchsets, wheel, capsys)
+
+
+def _can_unshare() -> bool:
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def read_only(site: Path) -> Iterator[list[str]]:
+    """A command prefix that runs its command with ``site`` read-only: a read-only bind mount
+    in a mount namespace (root), else ``chmod a-w`` for the block (non-root)."""
+    if _can_unshare():
+        script = f'mount --bind {site} {site} && mount -o remount,ro,bind {site} && exec "$@"'
+        yield ["unshare", "-m", "sh", "-c", script, "sh"]
+        return
+    if os.geteuid() == 0:
+        pytest.skip("root without mount namespaces: chmod cannot make site-packages read-only")
+    paths = [site, *site.rglob("*")]
+    if any(p.is_file() and p.stat().st_nlink > 1 for p in paths):
+        pytest.skip("site-packages is hardlinked (uv's cache): chmod would change the cache too")
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in modes:
+        p.chmod(modes[p] & ~0o222)
+    try:
+        yield []
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
 
 
 @pytest.fixture(autouse=True)

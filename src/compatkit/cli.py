@@ -19,6 +19,7 @@ from compatkit.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     CompatkitError,
+    UsageError,
 )
 
 TYPE_CHECKING = False
@@ -148,6 +149,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("verify", "check that patchsets are fully applied and intact")
     p.add_argument("patchset", nargs="*", help="default: the project's [tool.compatkit] set")
     p.add_argument("--pristine", metavar="DIST", help="check a whole distribution against RECORD")
+    _runtime_option(p)
 
     p = add("recover", "roll back (or --discard) what an interrupted compatkit run left")
     p.add_argument("distribution", nargs="*", help="default: every one that holds a journal")
@@ -155,6 +157,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("status", "show each patch's state in the target environment")
     p.add_argument("patchset", nargs="*")
+    _runtime_option(p)
 
     add("list", "list the known patchsets")
 
@@ -193,6 +196,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     _authoring_commands(add)
     _build_commands(add)
+    _runtime_commands(add)
     p = add("completion", "print a bash or zsh completion script")
     p.add_argument("shell", choices=["bash", "zsh"])
     p = cmds.add_parser("_names")  # hidden: names for shell completion
@@ -209,6 +213,29 @@ def _wheel_options(p: argparse.ArgumentParser) -> None:
         type=Path,
         default=[],
         help="look for wheels in DIR first (repeatable; also COMPATKIT_WHEEL_DIR)",
+    )
+
+
+def _runtime_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--runtime",
+        metavar="DIR",
+        type=Path,
+        help="check the runtime-mode hook in DIR (compatkit runtime install) instead",
+    )
+
+
+def _runtime_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    p = add("exec", "run a command with patchsets applied at import time (PATCHSET... -- CMD...)")
+    p.add_argument("patchset", nargs="+")
+    p = add("runtime", "install or remove a runtime-mode hook (sitecustomize.py, or --pth)")
+    p.add_argument("action", choices=["install", "uninstall"])
+    p.add_argument("patchset", nargs="*", help="install: the patchsets to apply at import time")
+    p.add_argument("--dir", required=True, type=Path, help="the runtime directory")
+    p.add_argument(
+        "--pth",
+        action="store_true",
+        help="install: start it from a .pth (and PEP 829 .start) file in site-packages",
     )
 
 
@@ -249,8 +276,6 @@ def _build_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 def _project(args: argparse.Namespace, config: Any, registry: Any, env: Any, out: Any) -> int:
     """apply / verify with no patchset name: the project's [tool.compatkit] set."""
-    from compatkit.errors import UsageError
-
     if config is None and args.command == "verify":
         from compatkit.commands.verify import verify
         from compatkit.state import applied_patchsets
@@ -283,6 +308,8 @@ def _dispatch(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> in
         from compatkit.commands.revert import revert
 
         return revert(registry, env, args.patchset, args.force, out)
+    if cmd in ("exec", "runtime") or getattr(args, "runtime", None) is not None:
+        return _runtime_mode(args, registry, env, out)
     if cmd == "verify":
         from compatkit.commands import verify
 
@@ -339,6 +366,27 @@ def _dispatch_more(args: argparse.Namespace, registry: Any, env: Any, out: Any) 
     raise AssertionError(cmd)
 
 
+def _runtime_mode(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
+    """exec, runtime install/uninstall, status/verify --runtime (compatkit.runtime)."""
+    cmd = args.command
+    if cmd == "exec":
+        from compatkit.commands.exec import exec_command
+
+        return exec_command(registry, env, args.patchset, args.command_line, out)
+    from compatkit.commands import runtime
+
+    if cmd in ("status", "verify"):
+        if args.patchset:
+            raise UsageError(f"{cmd} --runtime DIR checks the patchsets DIR holds; name none")
+        check = runtime.status if cmd == "status" else runtime.verify
+        return check(registry, args.runtime, out)
+    if args.action == "install":
+        return runtime.install(registry, env, args.patchset, args.dir, args.pth, out)
+    if args.patchset or args.pth:
+        raise UsageError("runtime uninstall takes only --dir")
+    return runtime.uninstall(args.dir, out)
+
+
 def _run(args: argparse.Namespace, out: Any) -> int:
     from compatkit.config import find_config
     from compatkit.registry import Registry
@@ -350,14 +398,13 @@ def _run(args: argparse.Namespace, out: Any) -> int:
     registry = Registry([*args.patchset_dir, *(config.patchset_dirs if config else [])])
     env = Environment.for_python(args.python)
     no_name = args.command in ("apply", "verify") and not args.patchset
-    if no_name and not getattr(args, "pristine", None):
+    if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:
         return _project(args, config, registry, env, out)
     return _dispatch(args, registry, env, out)
 
 
 def _matrix(args: argparse.Namespace, registry: object, env: object, out: object) -> int:
     from compatkit.commands import matrix, matrix_report
-    from compatkit.errors import UsageError
 
     if args.action == "jobs":
         return matrix.jobs(args.matrix)
@@ -393,10 +440,21 @@ def _run_authoring(args: argparse.Namespace, registry: Any, env: Any, out: Any) 
     return rebase.rebase(registry, args.patchset, args.to, args.name, args.into, wheels, out)
 
 
+def _split_command(argv: list[str], name: str | None) -> tuple[list[str], list[str]]:
+    """``exec``'s own arguments, and the COMMAND after its first ``--``."""
+    if name != "exec" or "--" not in argv:
+        return argv, []
+    at = argv.index("--")
+    return argv[:at], argv[at + 1 :]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_in(argv))
+    name = _command_in(argv)
+    argv, command_line = _split_command(argv, name)
+    parser = build_parser(name)
     args = parser.parse_args(argv)
+    args.command_line = command_line
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE

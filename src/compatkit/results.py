@@ -27,6 +27,7 @@ class Status(str, Enum):
     EXCLUDED = "excluded"
     OUTDATED = "outdated"
     NOT_APPLICABLE = "not applicable"
+    RUNTIME = "applied (runtime)"  # served patched by runtime mode's import hook
     # what its diff does to the files there
     APPLIES = "applies"
     PRESENT = "already present"

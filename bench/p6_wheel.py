@@ -1,4 +1,4 @@
-"""P5: ``compatkit wheel speculators-vllm016`` (the patched speculators 0.3.0 wheel) vs a plain
+"""P6: ``compatkit wheel speculators-vllm016`` (the patched speculators 0.3.0 wheel) vs a plain
 re-zip of the same wheel.
 
 compatkit takes the pristine wheel from uv's warm cache (every file checked against RECORD),
@@ -45,9 +45,9 @@ def run(report: Report, python: Path) -> None:
         size = wheel.stat().st_size // 1024
     inside = "with" if sbom else "without"
     what = f"compatkit wheel speculators-vllm016 ({size} KiB wheel, {inside} SBOM)"
-    report.add(Figure("P5", what, value, "re-zip of the same wheel (zipfile, deflate 9)", ref))
+    report.add(Figure("P6", what, value, "re-zip of the same wheel (zipfile, deflate 9)", ref))
     report.notes.append(
-        "P5: the pristine speculators 0.3.0 wheel comes from uv's warm cache; both sides pay one "
+        "P6: the pristine speculators 0.3.0 wheel comes from uv's warm cache; both sides pay one "
         "interpreter start-up. The difference is compatkit's start-up, the RECORD check of every "
         "pristine file, planning the ten patches and building the SBOM with cyclonedx-python-lib."
     )

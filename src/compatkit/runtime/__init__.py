@@ -1,0 +1,1 @@
+"""Runtime mode: patchsets applied at import time; nothing in site-packages is written."""

@@ -1,0 +1,182 @@
+"""What runtime mode will serve: the patched sources of every module the patchsets touch.
+
+Computed in compatkit's process, before the target runs: the same checks as ``apply`` (target
+version and requirements), the same engine (``engine.apply_series``, exact context, no fuzz),
+on the installed files as they are, read only (no lock, no journal: site-packages may be
+read-only). The import hook (:mod:`compatkit.runtime.hook`) then only compares hashes.
+
+>>> module_name("speculators/data_generation/__init__.py")
+'speculators.data_generation'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from compatkit import startup_code
+from compatkit.checks import _uncompilable, requirement_problems
+from compatkit.engine import SeriesConflict, apply_series
+from compatkit.errors import CompatkitError, UsageError
+from compatkit.patchset import Patchset
+from compatkit.registry import Registry
+from compatkit.state import load_state
+from compatkit.target import Dist, Environment
+from compatkit.value import Value
+
+HOOK_SOURCE = Path(__file__).with_name("hook.py")
+
+
+class RuntimeFile(Value):
+    """One module file: where it is installed, what it held, what runtime mode serves."""
+
+    __slots__ = ("relpath", "module", "origin", "original", "patched", "patches")
+
+    def __init__(
+        self,
+        relpath: str,
+        module: str,
+        origin: str,
+        original: bytes | None,  # None: a patch creates it
+        patched: bytes | None,  # None: a patch deletes it
+        patches: tuple[str, ...],  # "patchset:patch-id" of every patch touching it
+    ) -> None:
+        self.relpath, self.module, self.origin = relpath, module, origin
+        self.original, self.patched, self.patches = original, patched, patches
+
+    @property
+    def package(self) -> bool:
+        return self.relpath.endswith("/__init__.py")
+
+
+class PreparedSet(Value):
+    """One patchset as prepared: its identity and what it was checked against."""
+
+    __slots__ = ("name", "version", "digest", "ids", "dist", "guards")
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        digest: str,
+        ids: list[str],
+        dist: Dist,
+        guards: list[tuple[str, str]],
+    ) -> None:
+        self.name, self.version, self.digest, self.ids = name, version, digest, ids
+        self.dist = dist
+        self.guards = guards  # (.dist-info folder, "name version") that must stay installed
+
+
+class Prepared(Value):
+    __slots__ = ("patchsets", "files", "python")
+
+    def __init__(self, patchsets: list[PreparedSet], files: list[RuntimeFile], python: str) -> None:
+        self.patchsets, self.files, self.python = patchsets, files, python
+
+    @property
+    def key(self) -> str:
+        """A hash of everything the runtime directory holds (the hook's code included)."""
+        h = hashlib.sha256(HOOK_SOURCE.read_bytes())
+        for ps in self.patchsets:
+            h.update(f"\0{ps.name}\0{ps.digest}\0{ps.dist.root}".encode())
+        for f in self.files:
+            for part in (f.relpath, f.origin, f.original, f.patched):
+                h.update(b"\0" + (part.encode() if isinstance(part, str) else part or b"-"))
+        return h.hexdigest()[:20]
+
+
+def module_name(relpath: str) -> str:
+    parts = relpath[: -len(".py")].split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _check_paths(ps: Patchset) -> None:
+    """Runtime mode serves Python modules only; start-up code and data files are refused."""
+    for patch in ps.patches:
+        for fd in patch.files:
+            if startup_code.is_startup_path(fd.path):
+                raise CompatkitError(
+                    f"{ps.name}: {patch.id} touches start-up code ({fd.path}), "
+                    "which an import hook cannot patch; use compatkit apply"
+                )
+            if not fd.path.endswith(".py") or not all(p.isidentifier() for p in _parts(fd.path)):
+                raise CompatkitError(
+                    f"{ps.name}: {patch.id} changes {fd.path}, which is not an importable "
+                    "module; runtime mode patches .py modules only (use compatkit apply)"
+                )
+
+
+def _parts(relpath: str) -> list[str]:
+    return relpath[: -len(".py")].split("/")
+
+
+def _fitting(ps: Patchset, env: Environment) -> tuple[Dist, list[tuple[str, str]]]:
+    dist = env.find(ps.distribution)
+    problems = requirement_problems(ps, env, dist)
+    if dist is None or problems:
+        raise CompatkitError(f"{ps.name} does not fit this environment: {problems[0]}")
+    if load_state(dist, ps.name) is not None:
+        raise CompatkitError(
+            f"{ps.name} is applied to the installed files already (compatkit apply); "
+            f"revert it first, or leave runtime mode out"
+        )
+    guards = [(str(dist.dist_info), f"{dist.name} {dist.version}")]
+    for req in ps.requires:
+        if req.marker is None or req.marker.evaluate(env.markers):
+            found = env.find(req.name)
+            if found is not None:
+                guards.append((str(found.dist_info), f"{found.name} {found.version}"))
+    return dist, guards
+
+
+def _patch_dist(dist: Dist, sets: list[Patchset]) -> list[RuntimeFile]:
+    """The series of every patchset on ``dist``, in the order given, on its files as they are."""
+    paths = sorted({fd.path for ps in sets for p in ps.patches for fd in p.files})
+    originals = {path: dist.read(path) for path in paths}
+    series = [(f"{ps.name}:{p.id}", p.files) for ps in sets for p in ps.patches]
+    try:
+        result = apply_series(originals, series)
+    except SeriesConflict as exc:
+        raise CompatkitError(
+            f"{exc.message.replace(':', ' ', 1)}; runtime mode refuses it, as apply would"
+        ) from None
+    broken = _uncompilable(result.contents, tuple(fd for _, files in series for fd in files))
+    if broken:
+        raise CompatkitError(f"{broken} no longer compiles once patched; runtime mode refuses it")
+    return [
+        RuntimeFile(
+            path,
+            module_name(path),
+            os.path.join(str(dist.root), path),
+            originals[path],
+            result.contents[path],
+            tuple(result.touched_by[path]),
+        )
+        for path in paths
+    ]
+
+
+def prepare(registry: Registry, env: Environment, names: list[str]) -> Prepared:
+    """Check and apply ``names`` in memory for ``env``; raise CompatkitError on any misfit."""
+    if len(set(names)) != len(names):
+        raise UsageError(f"a patchset is named twice: {' '.join(names)}")
+    sets: list[PreparedSet] = []
+    by_dist: dict[Path, tuple[Dist, list[Patchset]]] = {}
+    for name in names:
+        ps = registry.get(name)
+        _check_paths(ps)
+        dist, guards = _fitting(ps, env)
+        sets.append(PreparedSet(ps.name, ps.version, ps.digest, ps.ids, dist, guards))
+        by_dist.setdefault(dist.dist_info, (dist, []))[1].append(ps)
+    files = [f for dist, group in by_dist.values() for f in _patch_dist(dist, group)]
+    clash = sorted({f.module for f in files if sum(g.module == f.module for g in files) > 1})
+    if clash:
+        raise CompatkitError(f"two distributions patch the same module: {', '.join(clash)}")
+    return Prepared(sets, files, env.executable)
+
+
+def sha(data: bytes | None) -> str | None:
+    """The hex SHA-256 the hook compares (None: no file)."""
+    return None if data is None else hashlib.sha256(data).hexdigest()
