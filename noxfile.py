@@ -74,12 +74,14 @@ def _real_env(
     venv = ROOT / ".nox" / "_envs" / name
     if not (venv / "bin" / "python").exists():
         session.run("uv", "venv", "-q", "-p", python, str(venv), external=True)
+    # Not quiet: on an empty uv cache this is about 10 GB (vLLM pins a CUDA torch) and takes
+    # minutes; uv's own lines (resolved, prepared, installed) show it is working.
+    session.log(f"installing {' '.join(stack)} into {venv} (minutes on an empty uv cache)")
     # --link-mode hardlink on purpose: compatkit must never write through uv's hardlinks.
     session.run(
         "uv",
         "pip",
         "install",
-        "-q",
         "--python",
         str(venv / "bin" / "python"),
         "--link-mode",
@@ -129,7 +131,7 @@ def wheel_proof(session: nox.Session) -> None:
     session.run("rm", "-rf", str(venv), external=True)
     session.run("uv", "venv", "-q", "-p", PYTHON, str(venv), external=True)
     python = str(venv / "bin" / "python")
-    install = ["uv", "pip", "install", "-q", "--python", python, "--link-mode", "hardlink"]
+    install = ["uv", "pip", "install", "--python", python, "--link-mode", "hardlink"]
     session.run(*install, wheel, "vllm==0.16.0", "pytest", external=True)
     target = ["--python", python]
     status = session.run(
@@ -269,7 +271,7 @@ def _bench(session: nox.Session, quick: bool) -> None:
         target,
         "--reinstall-package",
         "compatkit",
-        f"{ROOT}[sbom]",  # P5 builds the wheel's SBOM too
+        f"{ROOT}[sbom]",  # P6 builds the wheel's SBOM too
         external=True,
     )
     site = _site_packages(session, target)
@@ -283,7 +285,7 @@ def _bench(session: nox.Session, quick: bool) -> None:
         "markdown_it",
         "shtab",
         "merge3",
-        # compatkit[sbom], for P5 (compatkit wheel builds the wheel's SBOM)
+        # compatkit[sbom], for P6 (compatkit wheel builds the wheel's SBOM)
         "cyclonedx",
         "py_serializable",
         "sortedcontainers",

@@ -91,7 +91,7 @@ def test_edited_patchset_is_replaced_in_one_apply(demo: Demo) -> None:
     patch = demo.patchsets / "demo-fix/patches/0001.patch"
     patch.write_text(PATCH_GREET.replace("+    return 'hi ' + name", "+    return 'hey ' + name"))
     code, out, _ = demo.run("apply", "demo-fix")
-    assert code == 0 and "replacing 1.0.0" in out
+    assert code == 0 and "replacing the applied 1.0.0" in out
     assert "'hey ' + name" in (demo.venv.site / "demo/greet.py").read_text()
     assert demo.run("verify", "demo-fix")[0] == 0
     assert demo.run("revert", "demo-fix")[0] == 0

@@ -109,7 +109,7 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["frobnicate"])
     assert info.value.code == 2
-    assert capsys.readouterr().err.startswith("compatkit: error: argument COMMAND")
+    assert capsys.readouterr().err.startswith("compatkit: error: unknown command")
     code, _, err = run_cli(capsys, "--patchset-dir", "/nonexistent/dir", "list")
     assert code == 2 and "not a directory" in err
     code, _, err = run_cli(capsys, "--python", "/nonexistent/python", "list")

@@ -157,3 +157,43 @@ def test_smoke_from_plus_its_own_smoke_folder(demo: Demo, tmp_path: Path) -> Non
     assert err.count("\n") == 1, err
     code, out, err = demo.run("lint", "demo-again", "--offline")
     assert code == 1 and "smoke/test_patch_1.py is both in its own smoke/" in out + err
+
+
+NEEDS_GREET = """\
+import demo.greet
+import demo.util
+
+
+def test_line20_through_the_greeting():
+    # reaches the code patch-2 fixes only through patch-1's greeting
+    assert demo.greet.hello("x") == "hi x", "the greeting is wrong"
+    assert demo.util.line20 == 200
+"""
+
+
+def test_a_smoke_test_blocked_by_a_missing_earlier_patch_says_so(demo: Demo) -> None:
+    """Before: ``smoke --patch patch-2`` on an unpatched environment failed with patch-1's
+    error ("the greeting is wrong"), a misleading verdict on patch-2."""
+    _add_pytest(demo)
+    root = demo.patchsets / "demo-fix"
+    (root / "smoke" / "test_patch_2.py").write_text(NEEDS_GREET)
+    util = root / "patches" / "0002.patch"
+    util.write_text(util.read_text().replace("Smoke-Test:", "Smoke-Needs: patch-1\nSmoke-Test:"))
+    code, out, _ = demo.run("smoke", "demo-fix", "--patch", "patch-2", "--json")
+    (result,) = json.loads(out)["patches"]
+    assert code == 1 and result["result"] == "fail" and result["blocked_by"] == ["patch-1"]
+    assert result["reason"].startswith("blocked: needs patch-1 applied"), result["reason"]
+    assert "greeting is wrong" not in result["reason"]
+    assert demo.run("apply", "demo-fix", "--exclude", "patch-2")[0] == 0
+    code, out, _ = demo.run("smoke", "demo-fix", "--patch", "patch-2", "--json")
+    (result,) = json.loads(out)["patches"]
+    assert result["blocked_by"] == [] and "line20" in result["reason"], result
+    assert demo.run("apply", "demo-fix")[0] == 0
+    assert demo.run("smoke", "demo-fix", "--patch", "patch-2")[0] == 0
+
+
+def test_smoke_needs_must_name_another_patch(demo: Demo) -> None:
+    util = demo.patchsets / "demo-fix" / "patches" / "0002.patch"
+    util.write_text(util.read_text().replace("Smoke-Test:", "Smoke-Needs: patch-9\nSmoke-Test:"))
+    code, _, err = demo.run("lint", "--offline")
+    assert code == 1 and "Smoke-Needs names 'patch-9', not another patch" in err, err

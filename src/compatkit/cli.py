@@ -7,6 +7,7 @@ Exit codes: 0 ok; 1 expected failure (mismatch, conflict, verify failed); 2 usag
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -14,9 +15,9 @@ from pathlib import Path
 
 from compatkit import __version__
 from compatkit.errors import (
-    EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_PIPE_CLOSED,
     EXIT_USAGE,
     CompatkitError,
     UsageError,
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
+DESCRIPTION = (
+    "Versioned, explained, tested patches for the Python packages you have installed: apply "
+    "them all or nothing, verify them, revert them byte for byte, and see why each exists."
+)
 
 
 def _columns() -> int:
@@ -57,7 +62,26 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"compatkit: error: {message} (see 'compatkit --help')\n")
+        self.exit(
+            EXIT_USAGE, f"compatkit: error: {_friendlier(message)} (see 'compatkit --help')\n"
+        )
+
+
+def _friendlier(message: str) -> str:
+    """argparse's "invalid choice" line without hidden commands, and with a "did you mean"."""
+    import re
+
+    match = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if not match:
+        return message
+    what, given, listed = match.groups()
+    choices = [c.strip("' ") for c in listed.split(",") if not c.strip("' ").startswith("_")]
+    from difflib import get_close_matches
+
+    close = get_close_matches(given, choices, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    noun = "command" if what == "COMMAND" else f"choice for {what}"
+    return f"unknown {noun} {given!r}{hint}; choose from {', '.join(choices)}"
 
 
 def _globals(parser: argparse.ArgumentParser, sub: bool) -> None:
@@ -112,7 +136,7 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser; with ``only``, every other subcommand is a name and a help line."""
-    parser = _Parser(prog="compatkit", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="compatkit", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"compatkit {__version__}")
     _globals(parser, sub=False)
     cmds = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -149,6 +173,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("verify", "check that patchsets are fully applied and intact")
     p.add_argument("patchset", nargs="*", help="default: the project's [tool.compatkit] set")
     p.add_argument("--pristine", metavar="DIST", help="check a whole distribution against RECORD")
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="exit 0 when there is nothing to verify (default: that is a failure)",
+    )
     _runtime_option(p)
 
     p = add("recover", "roll back (or --discard) what an interrupted compatkit run left")
@@ -280,7 +309,8 @@ def _project(args: argparse.Namespace, config: Any, registry: Any, env: Any, out
         from compatkit.commands.verify import verify
         from compatkit.state import applied_patchsets
 
-        return verify(registry, env, applied_patchsets(env), out)
+        why = "no [tool.compatkit] table was found and no patchset is applied here"
+        return verify(registry, env, applied_patchsets(env), out, args.allow_empty, why)
     if config is None:
         raise UsageError(
             f"{args.command} needs a patchset name, or a [tool.compatkit] table in "
@@ -292,7 +322,7 @@ def _project(args: argparse.Namespace, config: Any, registry: Any, env: Any, out
         return apply_project(config, registry, env, out)
     from compatkit.commands.verify import verify_project
 
-    return verify_project(config, registry, env, out)
+    return verify_project(config, registry, env, out, args.allow_empty)
 
 
 def _dispatch(args: argparse.Namespace, registry: Any, env: Any, out: Any) -> int:
@@ -472,9 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("compatkit: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # the reader went away (`compatkit status | head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAILED
+    except BrokenPipeError:  # the reader went away mid-run (`compatkit prove | head`)
+        return _pipe_closed(EXIT_PIPE_CLOSED)
     except Exception as exc:
         print(
             f"compatkit: internal error: {type(exc).__name__}: {exc}\n"
@@ -482,7 +511,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-    out.emit()
+    try:
+        out.emit()
+        sys.stdout.flush()
+    except BrokenPipeError:  # `compatkit status --json | head`: the work is done
+        return _pipe_closed(code)
+    return code
+
+
+def _pipe_closed(code: int) -> int:
+    """The reader of stdout went away: not the user's error. Point stdout at /dev/null so
+    the interpreter's own flush at exit cannot print a BrokenPipeError either."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code
 
 

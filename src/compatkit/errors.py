@@ -7,6 +7,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE: stdout closed while the command was still running
 
 
 class CompatkitError(Exception):

@@ -77,16 +77,62 @@ class Output:
             print(json.dumps(self.doc, indent=2, sort_keys=True, default=str))
 
 
-def plain_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded to their widest cell; multi-line cells keep only their first line."""
+def plain_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int | None = None,
+) -> str:
+    """Columns padded to their widest cell, the whole table at most ``width`` columns wide
+    ($COLUMNS, else 100): the widest columns are narrowed and their cells wrapped onto more
+    lines, so a CI log stays readable (``--json`` has every text on one line). Multi-line
+    cells keep only their first line.
+
+    >>> print(plain_table(None, ["id", "detail"], [["p1", "a b c d e f"]], width=10))
+    id  detail
+    --  ------
+    p1  a b c
+        d e f
+    """
+    limit = width or _plain_width()
     cells = [list(columns)] + [[str(c).splitlines()[0] if c else "" for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    floor = [max(len(c), 6) for c in columns]
+    while sum(widths) + 2 * (len(widths) - 1) > limit:
+        i = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
+        if widths[i] <= floor[i]:
+            break
+        widths[i] -= 1
     lines = [title] if title else []
     for n, row in enumerate(cells):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        lines += _wrapped_row(row, widths)
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _wrapped_row(row: list[str], widths: list[int]) -> list[str]:
+    import textwrap
+
+    parts = [
+        textwrap.wrap(c, w, break_on_hyphens=False) or [""]
+        for c, w in zip(row, widths, strict=True)
+    ]
+    height = max(len(p) for p in parts)
+    return [
+        "  ".join(
+            (p[k] if k < len(p) else "").ljust(w) for p, w in zip(parts, widths, strict=True)
+        ).rstrip()
+        for k in range(height)
+    ]
+
+
+def _plain_width() -> int:
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    return columns if columns > 0 else 100
 
 
 _STYLES = {

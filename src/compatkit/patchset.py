@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
 REQUIRED_FIELDS = ("patch-id", "title", "symptom", "cause", "fix", "smoke-test")
-OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update")
+OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update", "smoke-needs")
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]?(.*)$")
 _DIFF_START = ("diff --git ", "--- ", "Index: ")
 _MAIL_FROM = re.compile(r"^From [0-9a-f]{7,64} ")
@@ -57,6 +57,12 @@ class Patch(Value):
     @property
     def title(self) -> str:
         return self.fields.get("title", "")
+
+    @property
+    def smoke_needs(self) -> list[str]:
+        """``Smoke-Needs: patch-2, patch-3``: the patches its smoke test needs applied to reach
+        the code this patch fixes (without them it fails for their reason, not this one's)."""
+        return [i for i in self.fields.get("smoke-needs", "").replace(",", " ").split() if i]
 
     def missing_fields(self) -> list[str]:
         return [f for f in REQUIRED_FIELDS if not self.fields.get(f, "").strip()]

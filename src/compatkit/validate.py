@@ -193,3 +193,8 @@ def _deep(checked: Checked) -> None:
             checked.problems.append(f"bad requirement {req!r}: {exc}")
     if not checked.series and not any("series" in p for p in checked.problems):
         checked.problems.append("the series is empty")
+    ids = {p.id for p in checked.patches}
+    for p in checked.patches:
+        for need in p.smoke_needs:
+            if need == p.id or need not in ids:
+                checked.problems.append(f"{p.id}: Smoke-Needs names {need!r}, not another patch")

@@ -13,6 +13,7 @@ from compatkit.ops.select import select
 from compatkit.output import Output
 from compatkit.patchset import Patchset
 from compatkit.registry import Registry
+from compatkit.state import State
 from compatkit.target import Environment
 
 
@@ -47,7 +48,7 @@ def render(result: ApplyResult, out: Output) -> int:
         ok=True,
         action=result.action,
         files=result.files,
-        applied=state.applied,
+        **{"would_apply" if dry_run else "applied": state.applied},
         excluded=state.excluded,
         replaced_version=replaced.version if replaced else None,
     )
@@ -61,11 +62,12 @@ def render(result: ApplyResult, out: Output) -> int:
         out.line(f"  ... and {len(report) - len(shown)} more files (--json lists them all)")
     if dry_run:
         out.line(
-            f"{ps.name}: {verb} {len(state.applied)} patches "
-            f"({result.writes} writes); nothing was changed"
+            f"{ps.name}: {verb} {len(state.applied)} patches: {result.writes} file changes "
+            "(patched files, RECORD, compatkit's state and backups, moved bytecode); nothing "
+            "was changed"
         )
         return 0
-    again = f" (replacing {replaced.version})" if replaced else ""
+    again = _replacing(replaced, ps.version)
     left = f", excluded {', '.join(state.excluded)}" if state.excluded else ""
     out.line(
         f"{ps.name} {ps.version}: {verb} {len(state.applied)} patches to "
@@ -89,3 +91,11 @@ def _warn_startup(out: Output, ps: Patchset, applied: list[str], dry_run: bool) 
             f"{what} (declared in [patchset] {startup_code.KEY})",
             style="yellow",
         )
+
+
+def _replacing(replaced: State | None, version: str) -> str:
+    if replaced is None:
+        return ""
+    if replaced.version == version:
+        return f" (replacing the applied {version}: the patchset was edited since)"
+    return f" (replacing {replaced.version})"

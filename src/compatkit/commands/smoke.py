@@ -32,7 +32,7 @@ def smoke(
         [
             pid,
             "applied" if pid in applied else "not applied",
-            r.verdict,
+            "blocked" if r.blocked_by else str(r.verdict),
             f"{r.tests.count('pass')}/{len(r.tests)} passed"
             + (f": {r.reason}" if r.reason else ""),
         ]
@@ -51,6 +51,7 @@ def smoke(
                 "result": r.verdict,
                 "tests": r.tests,
                 "reason": r.reason,
+                "blocked_by": list(r.blocked_by),
             }
             for pid, r in results.items()
         ],

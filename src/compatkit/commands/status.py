@@ -18,7 +18,9 @@ def status(
         found_here = inspect_patchset(ps, env)
         dist, state, statuses = found_here.dist, found_here.state, found_here.statuses
         summary = found_here.summary
-        found = f"{dist.name} {dist.version}" if dist else f"{ps.distribution} not installed"
+        found = (
+            f"found {dist.name} {dist.version}" if dist else f"{ps.distribution} is not installed"
+        )
         out.doc["patchsets"].append(
             {
                 "name": ps.name,
@@ -38,7 +40,7 @@ def status(
             for s in statuses
         ]
         out.table(
-            f"{ps.name} {ps.version} → {ps.target} (found {found}): {summary}",
+            f"{ps.name} {ps.version} → {ps.target} ({found}): {summary}",
             ["patch", "title", "state", "detail"],
             rows,
         )

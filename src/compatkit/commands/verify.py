@@ -15,13 +15,16 @@ from compatkit.target import Environment
 
 
 def verify(
-    registry: Registry, env: Environment, names: list[str], out: Output | None = None
+    registry: Registry,
+    env: Environment,
+    names: list[str],
+    out: Output | None = None,
+    allow_empty: bool = False,
+    why_empty: str = "no patchset is applied in this environment",
 ) -> int:
     out = out or Output()
     if not names:
-        out.doc.update(ok=True, patchsets=[], problems=[])
-        out.line("no patchset is applied in this environment; nothing to verify")
-        return 0
+        return _nothing(out, allow_empty, why_empty)
     problems: list[str] = []
     for name in names:
         problems += ops.problems(registry, env, name)
@@ -34,16 +37,31 @@ def verify(
     return 0
 
 
-def verify_project(config: ProjectConfig, registry: Registry, env: Environment, out: Output) -> int:
+def verify_project(
+    config: ProjectConfig,
+    registry: Registry,
+    env: Environment,
+    out: Output,
+    allow_empty: bool = False,
+) -> int:
     selection = select(config, registry, env)
     out.lines(selection.notices())
     if selection.skipped:
         out.doc["skipped"] = selection.skipped_doc()
-    if not selection.chosen:
-        out.doc.update(ok=True, patchsets=[])
-        out.line("no configured patchset applies to this environment")
+    why = f"no patchset of {config.path} fits this environment"
+    return verify(registry, env, selection.chosen, out, allow_empty, why)
+
+
+def _nothing(out: Output, allow_empty: bool, why: str) -> int:
+    """A CI gate that checked nothing fails, unless told an empty set is fine."""
+    out.doc.update(ok=allow_empty, patchsets=[], problems=[] if allow_empty else [why])
+    if allow_empty:
+        out.line(f"{why}; nothing to verify (--allow-empty)")
         return 0
-    return verify(registry, env, selection.chosen, out)
+    raise CompatkitError(
+        f"{why}: nothing was verified (name the patchsets, or pass --allow-empty if an empty "
+        "set is expected here)"
+    )
 
 
 def verify_pristine(env: Environment, name: str, out: Output | None = None) -> int:

@@ -62,7 +62,8 @@ def revert_patchset(
         problems = plan_revert(ov, state, force)
         if problems and not force:
             raise CompatkitError(
-                f"refusing to revert {name}: files changed since the apply",
+                f"refusing to revert {name}: files changed since the apply (revert --force "
+                "restores the originals anyway, losing those changes)",
                 problems,
             )
         if problems:

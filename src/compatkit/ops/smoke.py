@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -13,6 +14,7 @@ from pathlib import Path
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.patchset import Patch, Patchset
 from compatkit.results import Status
+from compatkit.state import load_state
 from compatkit.target import Environment
 
 
@@ -52,6 +54,7 @@ class SmokeResult:
     verdict: Status  # PASS or FAIL
     tests: list[str]  # outcome of each test case
     reason: str = ""  # the first failure's message, one line
+    blocked_by: tuple[str, ...] = ()  # Smoke-Needs patches not applied here (see run_smoke)
 
 
 def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
@@ -66,7 +69,7 @@ def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
         skipped = [c for c in case if c.tag == "skipped"]
         outcome = "fail" if bad else "skipped" if skipped else "pass"
         message = (bad or skipped)[0].get("message", "") if (bad or skipped) else ""
-        results.setdefault(f"{name}.py", []).append((outcome, " ".join(message.split())[:200]))
+        results.setdefault(f"{name}.py", []).append((outcome, _one_line(message)))
     return results
 
 
@@ -96,11 +99,40 @@ def run_smoke(
         stream = None if show_output else subprocess.DEVNULL
         proc = subprocess.run(cmd, cwd=tmp, env=run_env, stdout=stream, stderr=stream)
         outcomes = _outcomes(junit)
+    applied = _applied_here(ps, env)
     results = {}
     for p in selected:
         cases = outcomes.get(Path(p.fields["smoke-test"]).name, [])
         passed = cases and all(o == "pass" for o, _ in cases)
         verdict = Status.PASS if passed else Status.FAIL
         reason = next((m for o, m in cases if o != "pass"), "" if cases else "no test ran")
-        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason)
+        missing = [n for n in p.smoke_needs if n not in applied]
+        if verdict is Status.FAIL and missing:  # its failure would be another patch's
+            reason = (
+                f"blocked: needs {', '.join(missing)} applied to reach the code {p.id} fixes "
+                f"(not applied here), so this failure says nothing about {p.id}"
+            )
+        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason, tuple(missing))
     return proc.returncode, results
+
+
+def _applied_here(ps: Patchset, env: Environment) -> set[str]:
+    dist = env.find(ps.distribution)
+    state = load_state(dist, ps.name) if dist is not None else None
+    return set(state.applied) if state else set()
+
+
+_TMP = re.compile(r"\S*/pytest-of-[^/\s]+/pytest-\d+/")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _one_line(message: str) -> str:
+    """A failure message on one line, at most 200 characters, the same on every run: pytest's
+    temp paths and object addresses (which differ on every run) are replaced before the cut,
+    so the cut falls in the same place (docs/compatibility.md changes only when results do).
+
+    >>> _one_line("no file /tmp/pytest-of-root/pytest-41/t0/m \\t (<Scheduler object at 0x7f1>)")
+    'no file <tmp>/t0/m (<Scheduler object>)'
+    """
+    text = _ADDRESS.sub("", _TMP.sub("<tmp>/", " ".join(message.split())))
+    return text[:200].rstrip()
