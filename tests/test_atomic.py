@@ -102,3 +102,9 @@ def test_apply_ignores_a_hardlink_and_a_fifo_planted_at_the_old_temp_name(demo: 
     assert outside.read_bytes() == b"the user's file\n"
     assert b"'hi '" in (pkg / "greet.py").read_bytes()
     assert (pkg / "greet.py").stat().st_ino != outside.stat().st_ino
+
+
+def test_txn_names_temp_files_as_atomic_does() -> None:
+    from compatkit import txn
+
+    assert txn.TMP_SUFFIX == atomic.TMP_SUFFIX

@@ -15,9 +15,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from compatkit.diffread import RawFile, RawHunk, is_epoch, read, unquote
 from compatkit.errors import PatchFormatError
 from compatkit.value import Value
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compatkit.diffread import RawFile, RawHunk
+# compatkit.diffread (the line reader) is imported on the first parse: a command that never
+# reads a diff does not pay for it (start-up time, P1)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,6 +165,8 @@ def _git_names(raw: RawFile) -> tuple[str, str] | None:
     names = raw.git or ""
     if names.startswith('"'):
         left, sep, right = names[1:].partition('" ')
+        from compatkit.diffread import unquote
+
         return (unquote(f'"{left}"'), unquote(right)) if sep else None
     half = (len(names) - 1) // 2
     left, right = names[:half], names[half + 1 :]
@@ -202,6 +209,8 @@ def _absent(raw: RawFile, side: int) -> bool:
     """``diff -N``'s way to say side 0 (old) or 1 (new) is no file: the epoch as its date, and
     no line on that side in any hunk (as git and GNU patch read it)."""
     lengths = [(h.old_len, h.new_len)[side] for h in raw.hunks]
+    from compatkit.diffread import is_epoch
+
     return bool(lengths) and not any(lengths) and is_epoch(raw.stamps[side])
 
 
@@ -227,6 +236,8 @@ def parse_diff(text: str, label: str, first_line: int = 1) -> tuple[FileDiff, ..
     ``first_line`` is the line of the patch file ``text`` starts at (for messages). Anything
     malformed, truncated or not supported raises :class:`PatchFormatError` with one line.
     """
+    from compatkit.diffread import read
+
     files = tuple(_convert_file(raw, label) for raw in read(text, label, first_line))
     if not files:
         raise PatchFormatError(f"{label}: contains no diff")

@@ -112,6 +112,8 @@ def plain_table(
 
 
 def _wrapped_row(row: list[str], widths: list[int]) -> list[str]:
+    if all(len(c) <= w for c, w in zip(row, widths, strict=True)):
+        return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()]
     import textwrap
 
     parts = [

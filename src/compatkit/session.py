@@ -18,9 +18,12 @@ from collections.abc import Iterator, Sequence
 
 from compatkit import txn
 from compatkit.files import DiskFiles
-from compatkit.plan import Overlay
 from compatkit.state import State, load_state
 from compatkit.target import Dist
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compatkit.plan import Overlay
 
 
 class Session:
@@ -45,6 +48,8 @@ class Session:
         return load_state(self.dist, patchset)
 
     def overlay(self) -> Overlay:
+        from compatkit.plan import Overlay  # not on the read-only commands' path (P1)
+
         return Overlay(self.dist, self.dist.files)
 
     def commit(self, changes: Sequence[txn.Change]) -> None:

@@ -25,13 +25,19 @@ import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from compatkit import atomic, journal, rollback_check
 from compatkit.errors import CompatkitError
 from compatkit.target import Dist
 from compatkit.value import Value
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compatkit import journal
+
+# compatkit.atomic, .journal and .rollback_check are imported where a write or a recovery
+# needs them: read-only commands with no journal left never do (start-up time, P1)
+
 JOURNAL = "compatkit-journal"
-TMP_SUFFIX = atomic.TMP_SUFFIX
+TMP_SUFFIX = ".compatkit-tmp"  # compatkit.atomic's (tests/test_atomic.py checks they agree)
 RESERVE = "reserve"  # in the journal folder: the space a rollback needs
 _RESERVE_SLACK = 64 * 1024  # directory entries, the journal's own rename
 _steps = 0
@@ -110,6 +116,8 @@ def _rmtree(path: Path, ignore_errors: bool = True) -> None:
 
 def write_atomic(path: str, data: bytes, mode: int, mtime_ns: int | None = None) -> None:
     """A temp file beside ``path`` (exclusive, unpredictable name), then ``os.replace``."""
+    from compatkit import atomic
+
     atomic.write(path, data, mode, mtime_ns)
 
 
@@ -183,6 +191,8 @@ def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int])
     Each entry also carries the SHA-256 of its saved and of its new bytes, so a recovery can
     check both the journal and the disk before it writes (see :mod:`compatkit.journal`).
     """
+    from compatkit import journal, rollback_check
+
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
     _rmtree(tmp)
     tmp.mkdir(parents=True)
@@ -339,6 +349,8 @@ def _stuck(dist: Dist, folder: Path, exc: OSError, first: str = "") -> Compatkit
 
 def _rollback(dist: Dist, folder: Path) -> None:
     """Check the journal and the disk, then restore every journaled file (or write nothing)."""
+    from compatkit import atomic, journal, rollback_check
+
     entries = _load_journal(dist, folder)
     problems = rollback_check.disk_problems(dist, entries)
     if problems:
@@ -371,6 +383,8 @@ def _rollback(dist: Dist, folder: Path) -> None:
 
 def _load_journal(dist: Dist, folder: Path) -> list[journal.Entry]:
     """The journal's entries; it is a real folder of two regular files (no symlinks)."""
+    from compatkit import journal
+
     if not stat.S_ISDIR(os.lstat(folder).st_mode):
         raise journal.JournalError("it is not a folder (a symlink?)")
     parts = []
@@ -394,6 +408,8 @@ def recover(dist: Dist) -> bool:
     folder = _journal_left(dist)
     if folder is None:
         return False
+    from compatkit import journal
+
     try:
         _rollback(dist, folder)
     except OSError as exc:
