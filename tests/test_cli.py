@@ -134,9 +134,11 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "compatkit/patchsets/speculators-vllm016/patchset.toml" in names
     assert "compatkit/patchsets/speculators040-vllm016/patchset.toml" in names
+    assert "compatkit/patchsets/speculators-vllm017/patchset.toml" in names
     for smoke in (
         "compatkit/patchsets/speculators-vllm016/smoke/test_patch_6",
         "compatkit/patchsets/speculators040-vllm016/smoke/test_patch_11",  # its own smoke/
+        "compatkit/patchsets/speculators-vllm017/smoke/test_patch_13",
     ):
         assert any(n.startswith(smoke) for n in names), smoke
     venv = tmp_path / "v"
@@ -151,5 +153,6 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
     ).stdout
     assert [p["name"] for p in json.loads(out)["patchsets"]] == [
         "speculators-vllm016",
+        "speculators-vllm017",
         "speculators040-vllm016",
     ]
