@@ -1,4 +1,5 @@
-"""A small start-up cache: parsed TOML tables and ``--python`` probe results, as JSON.
+"""A small start-up cache: parsed TOML tables, ``--python`` probe results and parsed diffs
+(:mod:`compatkit.diffcache`), as JSON.
 
 Both cost more than the rest of a read-only command: importing ``tomllib`` ≈ 12 ms (it pulls
 in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈ 25 ms (a second

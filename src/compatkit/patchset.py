@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from compatkit.diffparse import FileDiff, parse_diff, shown
+from compatkit import diffcache, reqlite
+from compatkit.diffparse import FileDiff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.names import canonical_name
 from compatkit.value import Value
@@ -43,7 +44,7 @@ class Patch(Value):
     @property
     def files(self) -> tuple[FileDiff, ...]:
         if self._files is None:
-            self._files = parse_diff(self.diff_text, shown(self.path.name))
+            self._files = diffcache.parse(self.diff_text, shown(self.path.name))
         return self._files
 
     @property
@@ -127,10 +128,12 @@ class Patchset(Value):
 
     @property
     def target(self) -> str:
-        """``distribution`` + specifier as packaging prints it; a single clause needs no parse."""
+        """``distribution`` + specifier as packaging prints it (simple ones without packaging)."""
         text = "".join(self.specifier_text.split())
-        shown = text if text and "," not in text else str(self.specifier)
-        return f"{self.distribution}{shown}"
+        simple = reqlite.specifiers(self.specifier_text)
+        if simple is None and text and "," not in text:
+            return f"{self.distribution}{text}"  # one clause prints as written, spaces dropped
+        return f"{self.distribution}{self.specifier if simple is None else simple}"
 
     @property
     def requires(self) -> tuple[Requirement, ...]:
