@@ -99,6 +99,7 @@ def proof(session: nox.Session) -> None:
     for patchset, stack in (
         ("speculators-vllm016", REAL_STACK),
         ("speculators040-vllm016", ["speculators==0.4.0", "vllm==0.16.0", "pytest"]),
+        ("speculators-vllm017", ["speculators==0.3.0", "vllm==0.17.1", "pytest"]),
     ):
         target = _real_env(session, f"proof-{patchset}", stack)
         session.run(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from compatkit import engine
 from compatkit.diffparse import parse_diff
 from compatkit.engine import HunkMismatch, SeriesConflict, apply_file, apply_series
 
@@ -110,3 +113,30 @@ def test_the_hunk_search_is_linear_in_the_file(monkeypatch: pytest.MonkeyPatch) 
     result = apply_file(b"y = 0\n" + body, everywhere)
     lines = result.data.split(b"\n") if result.data else []
     assert lines.index(b"x = 2") == 20_000 and result.offsets == (0,)
+
+
+def _split_reference(data: bytes) -> list[tuple[str, str]]:
+    """The per-line definition split_lines' LF-only fast path must agree with."""
+    parts = data.decode("utf-8", "surrogateescape").split("\n")
+    lines = []
+    for i, part in enumerate(parts):
+        if i == len(parts) - 1:
+            if part:
+                lines.append((part, ""))
+        elif part.endswith("\r"):
+            lines.append((part[:-1], "\r\n"))
+        else:
+            lines.append((part, "\n"))
+    return lines
+
+
+@given(st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", " ", "\xff"]), max_size=40))
+def test_split_lines_fast_path_is_the_definition(parts: list[str]) -> None:
+    data = "".join(parts).encode("utf-8", "surrogateescape")
+    for blob in (data, data.replace(b"\r", b""), b"\xff\xfe\n" + data):
+        lines = engine.split_lines(blob)
+        assert lines == _split_reference(blob)
+        assert engine.join_lines(lines) == blob
+        crlf = sum(1 for _, e in lines if e == "\r\n")
+        expected = "\r\n" if crlf > sum(1 for _, e in lines if e == "\n") else "\n"
+        assert engine.dominant_eol(lines) == expected

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,6 @@ def _run_in(venv: Venv, cwd: Path, *args: str) -> tuple[int, str, list[str]]:
 
 
 def _env() -> dict[str, str]:
-    import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "UV_"))}
 

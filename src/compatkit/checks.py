@@ -7,9 +7,7 @@
 
 from __future__ import annotations
 
-import re
-
-from compatkit import startup_code
+from compatkit import reqlite, startup_code
 from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.patchset import Patchset
@@ -32,42 +30,46 @@ def _version_problem(req: Requirement, found: str | None) -> str | None:
     return None
 
 
-_PLAIN = re.compile(r"^\d+(\.\d+)*$")
-
-
-def _plain_release(version: str) -> tuple[int, ...] | None:
-    if not _PLAIN.match(version):
-        return None
-    parts = [int(p) for p in version.split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
-
-
 def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
     """Why the installed target does not fit ``ps`` (None: it fits).
 
-    A plain ``==X.Y.Z`` pin against a plain installed version is decided without packaging,
-    whose import dominates the start-up time of ``status``; anything else goes to packaging.
+    Plain comparison clauses (``==0.3.0``, ``>=0.16,<0.17``) against a plain installed
+    version are decided without packaging (compatkit.reqlite), whose import dominates the
+    start-up time of ``status``; anything else goes to packaging.
     """
     wanted = f"{ps.distribution}{ps.specifier_text}"
     if dist is None:
         return f"needs {wanted}, which is not installed"
-    pin = ps.specifier_text.strip()
-    if pin.startswith("==") and "," not in pin:
-        # a public pin ignores the installed version's local label (PEP 440): a patched wheel
-        a, b = _plain_release(pin[2:].strip()), _plain_release(dist.version.partition("+")[0])
-        if a is not None and b is not None:
-            return None if a == b else f"needs {wanted}, found {ps.distribution} {dist.version}"
-    if not ps.specifier.contains(dist.version, prereleases=True):
-        return f"needs {ps.distribution}{ps.specifier}, found {ps.distribution} {dist.version}"
+    simple = reqlite.specifiers(ps.specifier_text)
+    fits = None if simple is None else simple.contains(dist.version)
+    if fits is None:
+        fits = ps.specifier.contains(dist.version, prereleases=True)
+    if not fits:
+        return f"needs {ps.target}, found {ps.distribution} {dist.version}"
     return None
 
 
 def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> list[str]:
-    """Every way the environment misses the patchset's target and requirements."""
+    """Every way the environment misses the patchset's target and requirements.
+
+    A requirement without extras or markers, with plain clauses, is decided by
+    compatkit.reqlite when the installed version is a plain release; the rest by packaging.
+    """
     problems = [target_problem(ps, dist)]
-    for req in ps.requires:
+    for i, text in enumerate(ps.requires_text):
+        simple = reqlite.parse(text)
+        if simple is not None:
+            found = env.find(simple.name)
+            if found is None:
+                problems.append(f"needs {simple}, which is not installed")
+                continue
+            fits = simple.contains(found.version)
+            if fits is not None:
+                spec = simple.specifier or ""
+                miss = f"needs {simple.name}{spec}, found {simple.name} {found.version}"
+                problems.append(None if fits else miss)
+                continue
+        req = ps.requires[i]
         if req.marker is not None and not req.marker.evaluate(env.markers):
             continue
         found = env.find(req.name)

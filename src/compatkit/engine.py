@@ -61,7 +61,13 @@ class SeriesResult(Value):
 def split_lines(data: bytes) -> list[Line]:
     text = data.decode("utf-8", "surrogateescape")
     parts = text.split("\n")
-    lines: list[Line] = []
+    if "\r" not in text:  # LF only, the common case: no per-line test needed
+        tail = parts.pop()
+        lines: list[Line] = [(part, "\n") for part in parts]
+        if tail:
+            lines.append((tail, ""))
+        return lines
+    lines = []
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if last and part == "":
@@ -76,13 +82,12 @@ def split_lines(data: bytes) -> list[Line]:
 
 
 def join_lines(lines: Sequence[Line]) -> bytes:
-    return "".join(c + e for c, e in lines).encode("utf-8", "surrogateescape")
+    return "".join([c + e for c, e in lines]).encode("utf-8", "surrogateescape")
 
 
 def dominant_eol(lines: Sequence[Line]) -> str:
-    crlf = sum(1 for _, e in lines if e == "\r\n")
-    lf = sum(1 for _, e in lines if e == "\n")
-    return "\r\n" if crlf > lf else "\n"
+    eols = [e for _, e in lines]
+    return "\r\n" if eols.count("\r\n") > eols.count("\n") else "\n"
 
 
 def _matches(lines: Sequence[Line], pos: int, hunk: Hunk) -> bool:

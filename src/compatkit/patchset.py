@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from compatkit import reqlite
 from compatkit.diffparse import FileDiff, parse_diff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.names import canonical_name
@@ -141,10 +142,12 @@ class Patchset(Value):
 
     @property
     def target(self) -> str:
-        """``distribution`` + specifier as packaging prints it; a single clause needs no parse."""
+        """``distribution`` + specifier as packaging prints it (simple ones without packaging)."""
         text = "".join(self.specifier_text.split())
-        shown = text if text and "," not in text else str(self.specifier)
-        return f"{self.distribution}{shown}"
+        simple = reqlite.specifiers(self.specifier_text)
+        if simple is None and text and "," not in text:
+            return f"{self.distribution}{text}"  # one clause prints as written, spaces dropped
+        return f"{self.distribution}{self.specifier if simple is None else simple}"
 
     @property
     def requires(self) -> tuple[Requirement, ...]:

@@ -12,17 +12,20 @@ b'pkg/m.py,sha256=Ngi8oeROpsTSaOttsCJgJpiSwLQrhrvx53pvoWw8koI,3\\npkg-1.dist-inf
 
 from __future__ import annotations
 
-import base64
-import csv
+import binascii
 import hashlib
-import io
 
 from compatkit.value import Value
+
+# base64.urlsafe_b64encode is b2a_base64 with "+/" -> "-_"; binascii is built in, base64 and
+# csv are imported on demand (their imports are a fixed cost of every apply, benchmark P5)
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def hash_bytes(data: bytes) -> str:
     digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    encoded = binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=")
+    return "sha256=" + encoded.decode("ascii")
 
 
 class Row(Value):
@@ -39,6 +42,8 @@ class Row(Value):
         if '"' not in raw:
             fields = raw.split(",")  # what csv makes of a row without quotes, 10× faster
         else:
+            import csv
+
             try:
                 fields = next(csv.reader([raw]))
             except (csv.Error, StopIteration):
@@ -55,6 +60,9 @@ def row_for(path: str, data: bytes | None) -> Row:
     if not any(c in path for c in ',"\r\n'):  # nothing to quote: what csv would write
         row = f"{path},," if data is None else f"{path},{hash_bytes(data)},{len(data)}"
         return Row.from_raw(row)
+    import csv
+    import io
+
     buf = io.StringIO()
     if data is None:
         csv.writer(buf, lineterminator="").writerow([path, "", ""])

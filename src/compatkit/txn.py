@@ -25,6 +25,8 @@ import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from compatkit.disk import rmtree as _rmtree
+from compatkit.disk import sync_fs as _sync_fs
 from compatkit.errors import CompatkitError
 from compatkit.target import Dist
 from compatkit.value import Value
@@ -91,27 +93,6 @@ def _wait_for(go: str) -> None:
     deadline = time.monotonic() + 60
     while not os.path.exists(go) and time.monotonic() < deadline:
         time.sleep(0.02)
-
-
-def _sync_fs(path: Path) -> None:
-    """Flush the file system holding ``path`` (one syncfs instead of thousands of fsyncs)."""
-    import ctypes  # here, not at the top: read-only commands never need it (start-up time)
-
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if getattr(libc, "syncfs", None) is None or libc.syncfs(fd) != 0:
-            os.sync()
-    finally:
-        os.close(fd)
-
-
-def _rmtree(path: Path, ignore_errors: bool = True) -> None:
-    """shutil.rmtree, imported only when there is a tree to remove (start-up time)."""
-    if os.path.lexists(path):
-        import shutil
-
-        shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def write_atomic(path: str, data: bytes, mode: int, mtime_ns: int | None = None) -> None:
