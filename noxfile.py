@@ -26,8 +26,8 @@ REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The unit and integration tests (real wheels in real temp venvs)."""
-    session.install("-e", ".[test]")
+    """The unit and integration tests (real wheels in real temp venvs, a local Ray cluster)."""
+    session.install("-e", ".[test,ray]")
     session.run("pytest", *session.posargs)
 
 
@@ -59,7 +59,7 @@ def reliability(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff and mypy --strict."""
-    session.install("-e", ".[test]", "ruff", "mypy", "nox")
+    session.install("-e", ".[test,ray]", "ruff", "mypy", "nox")
     session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
     session.run("ruff", "format", "--check", "src", "tests", "noxfile.py", "bench")
     session.run("mypy")

@@ -1,0 +1,186 @@
+"""``compatkit fleet`` and the runtime_env plugin on a real Ray cluster on this machine.
+
+Each node is a ``ray start`` from its own venv (demo 1.0, Ray, compatkit), so each node's
+workers run a different interpreter with a different environment: node A is patched, node B
+is not, node C (started in one test) is killed in the middle of ``fleet apply``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import compatkit
+from compatkit import txn
+from compatkit.ops.verify import problems
+from compatkit.registry import Registry
+from compatkit.target import Environment
+from conftest import DEMO_FILES, UV, build_wheel, run_cli, write_patchset
+from raycluster import LocalCluster, Node
+
+ray = pytest.importorskip("ray")
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+ROOT = Path(compatkit.__file__).resolve().parents[2]
+COMPATKIT = [sys.executable, "-m", "compatkit"]
+PLUGINS = json.dumps([{"class": "compatkit.ray_plugin.CompatkitPlugin"}])
+
+
+@dataclass
+class Fleet:
+    cluster: LocalCluster
+    patchsets: Path
+    wheel: Path
+    pythons: dict[str, str]  # node name -> its venv's python
+    base: Path
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.cluster.nodes if n.name == name)
+
+    def local(self, capsys: pytest.CaptureFixture[str], python: str, *args: str) -> int:
+        """Plain (not fleet) compatkit against one node's venv."""
+        ps = str(self.patchsets)
+        return run_cli(capsys, "--python", python, "--patchset-dir", ps, *args)[0]
+
+    def fleet(self, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+        return run_cli(capsys, "--patchset-dir", str(self.patchsets), "fleet", *args)
+
+    def verified(self, name: str) -> bool:
+        """Is demo-fix applied and intact on that node (no output: safe beside a CLI run)?"""
+        env = Environment.for_python(self.pythons[name])
+        return not problems(Registry([self.patchsets]), env, "demo-fix")
+
+    def by_node(self, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The --json document's nodes, keyed by our node names."""
+        names = {n.node_id: n.name for n in self.cluster.nodes}
+        return {names[n["node_id"]]: n for n in doc["nodes"]}
+
+
+def node_venv(base: Path, name: str, wheel: Path) -> str:
+    """A venv with Ray (the version running these tests), compatkit from here and demo 1.0."""
+    root = base / f"venv-{name}"
+    subprocess.run([UV or "uv", "venv", "-q", "-p", sys.executable, str(root)], check=True)
+    python = str(root / "bin" / "python")
+    pip = [UV or "uv", "pip", "install", "-q", "--python", python]
+    subprocess.run([*pip, f"ray[default]=={ray.__version__}", "-e", str(ROOT)], check=True)
+    subprocess.run([*pip, "--no-deps", "--link-mode", "copy", str(wheel)], check=True)
+    return python
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    base = tmp_path_factory.mktemp("fleet")
+    wheel = build_wheel(base, "demo", "1.0", DEMO_FILES)
+    patchsets = base / "patchsets"
+    write_patchset(patchsets)
+    pythons = {name: node_venv(base, name, wheel) for name in ("ck-A", "ck-B", "ck-C")}
+    cluster = LocalCluster({"RAY_RUNTIME_ENV_PLUGINS": PLUGINS})
+    try:
+        cluster.start_head("ck-A", pythons["ck-A"])
+        cluster.add_node("ck-B", pythons["ck-B"])
+        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+        cluster.wait_alive(ray)
+        yield Fleet(cluster, patchsets, wheel, pythons, base)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+@pytest.fixture
+def a_patched(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> Fleet:
+    """Node A's environment patched, node B's (and C's) not."""
+    for name, python in fleet.pythons.items():
+        assert fleet.local(capsys, python, "revert", "demo-fix") == 0, name
+    assert fleet.local(capsys, fleet.pythons["ck-A"], "apply", "demo-fix") == 0
+    return fleet
+
+
+def test_status_and_verify_per_node_on_two_different_environments(
+    a_patched: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = a_patched
+    code, out, _ = fleet.fleet(capsys, "status", "demo-fix", "--json")
+    assert code == 0, out
+    nodes = fleet.by_node(json.loads(out))
+    assert set(nodes) == {"ck-A", "ck-B"}
+    for name, state in (("ck-A", "applied"), ("ck-B", "not applied")):
+        (ps,) = nodes[name]["patchsets"]
+        assert nodes[name]["python"] == fleet.pythons[name]  # the interpreter its workers use
+        assert ps["state"] == state
+        assert [p["status"] for p in ps["patches"]] == [state, state]
+    code, out, err = fleet.fleet(capsys, "verify", "demo-fix")
+    assert code == 1
+    b = fleet.node("ck-B").node_id[:12]
+    assert f"node {b}" in err and "demo-fix is not applied to demo 1.0" in err, err
+    assert "1 of 2 nodes not as asked" in err and fleet.node("ck-A").node_id[:12] not in err
+    assert f"node {fleet.node('ck-A').node_id[:12]}" in out and "demo-fix: applied" in out
+
+
+def test_apply_verify_revert_on_every_node(
+    a_patched: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = a_patched
+    code, out, _ = fleet.fleet(capsys, "apply", "demo-fix", "--json")
+    assert code == 0, out
+    actions = {n: d["patchsets"][0]["action"] for n, d in fleet.by_node(json.loads(out)).items()}
+    assert actions == {"ck-A": "none", "ck-B": "applied"}
+    assert fleet.fleet(capsys, "verify", "demo-fix")[0] == 0
+    assert fleet.local(capsys, fleet.pythons["ck-B"], "verify", "demo-fix") == 0
+    code, out, _ = fleet.fleet(capsys, "revert", "demo-fix")
+    assert code == 0 and out.count("demo-fix: not applied, reverted") == 2, out
+    for name in ("ck-A", "ck-B"):
+        assert fleet.local(capsys, fleet.pythons[name], "verify", "demo-fix") == 1
+
+
+def test_an_unreachable_address_is_one_line_with_the_reason(fleet: Fleet) -> None:
+    port = 1  # nothing listens there
+    where = ["--address", f"127.0.0.1:{port}"]
+    proc = subprocess.run(
+        [*COMPATKIT, "--patchset-dir", str(fleet.patchsets), "fleet", "verify", "demo-fix", *where],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"compatkit: error: cannot reach the Ray cluster at 127.0.0.1:{port}: "
+        "[Errno 111] Connection refused"
+    ]
+
+
+def test_a_node_killed_during_apply_is_named_and_the_others_are_consistent(
+    a_patched: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = a_patched
+    c = fleet.cluster.add_node("ck-C", fleet.pythons["ck-C"])
+    fleet.cluster.wait_alive(ray)
+    dist = Environment.for_python(fleet.pythons["ck-C"]).require("demo")
+    result: list[tuple[int, str, str]] = []
+    with txn.locked(dist):  # node C's apply waits for this lock: it is running when killed
+        run = threading.Thread(
+            target=lambda: result.append(fleet.fleet(capsys, "apply", "demo-fix"))
+        )
+        run.start()
+        # C's task is running: its worker says it waits for the lock we hold
+        fleet.cluster.wait_for_log(f"holds the lock on {dist.root}")
+        fleet.cluster.kill(c)
+        run.join(timeout=120)
+    assert not run.is_alive() and result
+    code, out, err = result[0]
+    assert code == 1
+    assert f"node {c.node_id[:12]}" in err and "during fleet apply" in err, err
+    assert "1 of 3 nodes not as asked" in err
+    assert fleet.verified("ck-A") and fleet.verified("ck-B")  # the survivors: applied, intact
+    assert fleet.local(capsys, fleet.pythons["ck-C"], "verify", "--pristine", "demo") == 0
+    fleet.cluster.wait_dead(ray, c)
+    code, out, _ = fleet.fleet(capsys, "verify", "demo-fix")
+    assert code == 0 and f"not asked (dead before this run): {c.node_id[:12]}" in out, out
