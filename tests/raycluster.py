@@ -57,10 +57,12 @@ class LocalCluster:
 
     def _start(self, name: str, python: str, head: bool) -> Node:
         ray = str(Path(python).parent / "ray")
-        where = [f"--address={self.address}"]
+        # each node its own temp dir: nodes on one machine would otherwise share the session
+        # dir, and two runtime env agents would build one uv env in one folder at once
+        where = [f"--address={self.address}", f"--temp-dir={self.temp_dir / name}"]
         if head:
             where = ["--head", f"--port={self.port}", f"--ray-client-server-port={free_port()}"]
-            where += [f"--temp-dir={self.temp_dir}", "--include-dashboard=false"]
+            where += [f"--temp-dir={self.temp_dir / name}", "--include-dashboard=false"]
             where += [f"--system-config={json.dumps(FAST_HEALTH)}"]
         cmd = [ray, "start", "--block", "--node-ip-address=127.0.0.1", *where]
         cmd += ["--num-cpus=1", f"--object-store-memory={OBJECT_STORE}", "--disable-usage-stats"]
@@ -132,7 +134,7 @@ class LocalCluster:
         """Until a worker of this cluster has written ``text`` to its stderr log."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for log in self.temp_dir.glob("session_*/logs/worker-*.err"):
+            for log in self.temp_dir.glob("*/session_*/logs/worker-*.err"):
                 if text in log.read_text(errors="replace"):
                     return
             time.sleep(0.3)

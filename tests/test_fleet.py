@@ -71,7 +71,8 @@ def node_venv(base: Path, name: str, wheel: Path) -> str:
     subprocess.run([UV or "uv", "venv", "-q", "-p", sys.executable, str(root)], check=True)
     python = str(root / "bin" / "python")
     pip = [UV or "uv", "pip", "install", "-q", "--python", python]
-    subprocess.run([*pip, f"ray[default]=={ray.__version__}", "-e", str(ROOT)], check=True)
+    # uv: what the runtime_env "uv" step runs (python -m uv) in its clone of this venv
+    subprocess.run([*pip, f"ray[default]=={ray.__version__}", "uv", "-e", str(ROOT)], check=True)
     subprocess.run([*pip, "--no-deps", "--link-mode", "copy", str(wheel)], check=True)
     return python
 
@@ -155,6 +156,86 @@ def test_an_unreachable_address_is_one_line_with_the_reason(fleet: Fleet) -> Non
         f"compatkit: error: cannot reach the Ray cluster at 127.0.0.1:{port}: "
         "[Errno 111] Connection refused"
     ]
+
+
+JOB = """
+import json, sys
+import ray
+
+ray.init(address=sys.argv[1], runtime_env=json.loads(sys.argv[2]), logging_level="ERROR")
+
+
+@ray.remote(resources={"ck-B": 0.01})
+def greet():
+    import demo.greet
+
+    return demo.greet.hello("x"), sys.executable
+
+
+print(json.dumps(ray.get(greet.remote())))
+"""
+
+
+@ray.remote
+def greet() -> tuple[str, str]:
+    import demo.greet  # type: ignore[import-not-found]
+
+    return str(demo.greet.hello("x")), sys.executable
+
+
+def on(node: str, fleet: Fleet, compatkit: dict[str, Any]) -> Any:
+    """greet() pinned to ``node`` in a runtime_env asking for ``compatkit``."""
+    config = {"patchsets": ["demo-fix"], "patchset_dirs": [str(fleet.patchsets)], **compatkit}
+    env = {"compatkit": config}
+    return ray.get(greet.options(resources={node: 0.01}, runtime_env=env).remote(), timeout=180)
+
+
+def test_a_job_with_the_plugin_runs_on_the_uv_env_it_patched(
+    a_patched: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = a_patched
+    config = {"patchsets": ["demo-fix"], "patchset_dirs": [str(fleet.patchsets)], "mode": "apply"}
+    runtime_env = {"uv": {"packages": [str(fleet.wheel)]}, "compatkit": config}
+    proc = subprocess.run(
+        [sys.executable, "-c", JOB, fleet.cluster.address, json.dumps(runtime_env)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[:6000]
+    hello, python = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert hello == "hi x"  # the fix, seen by the task
+    assert "/runtime_resources/uv/" in python  # ... in the env the uv step made
+    assert not fleet.verified("ck-B")  # node B's own environment was not written
+    assert fleet.local(capsys, fleet.pythons["ck-B"], "verify", "--pristine", "demo") == 0
+
+
+def test_verify_mode_fails_the_worker_start_naming_the_patches(a_patched: Fleet) -> None:
+    assert on("ck-A", a_patched, {"mode": "verify"}) == ("hi x", a_patched.pythons["ck-A"])
+    with pytest.raises(ray.exceptions.RuntimeEnvSetupError) as failed:
+        on("ck-B", a_patched, {"mode": "verify"})
+    text = str(failed.value)
+    assert "compatkit: demo-fix is not applied in " + a_patched.pythons["ck-B"] in text, text
+    assert "patch-1 (not applied), patch-2 (not applied)" in text
+
+
+def test_apply_mode_writes_only_where_it_is_told_to(
+    a_patched: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = a_patched
+    with pytest.raises(ray.exceptions.RuntimeEnvSetupError) as refused:
+        on("ck-B", fleet, {"mode": "apply"})
+    assert "refusing to apply demo-fix to demo 1.0" in str(refused.value)
+    assert '"allow_write": true' in str(refused.value)
+    assert fleet.local(capsys, fleet.pythons["ck-B"], "verify", "--pristine", "demo") == 0
+    assert on("ck-B", fleet, {"mode": "apply", "allow_write": True})[0] == "hi x"
+    assert fleet.verified("ck-B")
+
+
+def test_runtime_mode_is_refused_in_this_version(a_patched: Fleet) -> None:
+    with pytest.raises(ray.exceptions.RuntimeEnvSetupError) as refused:
+        on("ck-A", a_patched, {"mode": "runtime"})
+    assert '"mode": "runtime" is not available in this version of compatkit' in str(refused.value)
 
 
 def test_a_node_killed_during_apply_is_named_and_the_others_are_consistent(
