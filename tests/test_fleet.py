@@ -176,11 +176,13 @@ print(json.dumps(ray.get(greet.remote())))
 """
 
 
-@ray.remote
-def greet() -> tuple[str, str]:
+def _greet() -> tuple[str, str]:
     import demo.greet  # type: ignore[import-not-found]
 
     return str(demo.greet.hello("x")), sys.executable
+
+
+greet = ray.remote(_greet)
 
 
 def on(node: str, fleet: Fleet, compatkit: dict[str, Any]) -> Any:

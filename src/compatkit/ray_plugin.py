@@ -151,7 +151,7 @@ def _message(exc: CompatkitError) -> str:
     return "\n".join([exc.message, *(f"  - {p}" for p in exc.problems)])
 
 
-class CompatkitPlugin(RuntimeEnvPlugin):  # type: ignore[misc]
+class CompatkitPlugin(RuntimeEnvPlugin):
     name = KEY
     priority = 90  # after pip, uv and conda (10): patch the environment they made
 
