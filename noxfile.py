@@ -199,7 +199,9 @@ def bench_quick(session: nox.Session) -> None:
 
 
 def _bench(session: nox.Session, quick: bool) -> None:
-    session.install("-e", ".", "nox")
+    session.install(
+        "-e", ".[ray]", "nox", "pytest"
+    )  # F1: a local Ray cluster (tests/raycluster.py)
     target = _real_env(session, "bench")
     # compatkit as users get it: a real (not editable) install with compiled bytecode
     session.run(

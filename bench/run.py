@@ -25,6 +25,9 @@ TARGETS = """\
 | P2 | `apply` + `revert` of 1,000 files, one hunk each, over a 1,000-module distribution | `git apply` + `git apply -R` | ≤ 2× |
 | P3 | `verify --pristine vllm` over all of vLLM 0.16.0 | `sha256sum` on both cores | ≤ 1.2× |
 | P4 | warm re-run of the speculators 0.3.0 + vLLM 0.16.0 matrix cell | its smoke tests alone | ≤ 1.3× |
+
+F1 (no target: a figure): `compatkit fleet verify` on a local two-node Ray cluster against one
+plain `verify` of one node's environment.
 """
 
 
@@ -43,6 +46,7 @@ def main() -> int:
     report = Report(quick=args.quick)
     where = machine()
     print(f"machine: {where}", flush=True)
+    import fleet
     import p1_p3
     import p2_apply
     import p4_matrix
@@ -52,6 +56,7 @@ def main() -> int:
         "P2": lambda: p2_apply.run(report),
         "P3": lambda: p1_p3.p3(report, args.python),
         "P4": lambda: p4_matrix.run(report),
+        "F1": lambda: fleet.run(report),
     }
     for name, step in steps.items():
         if not args.only or name in args.only:

@@ -97,7 +97,7 @@ def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -
 
 def test_fleet_without_ray_is_one_clear_line(demo: Demo, tmp_path: Path) -> None:
     """The demo venv has no Ray: the plain commands never needed it, fleet says what to do."""
-    code, out, loaded = _run_in(
+    code, out, _ = _run_in(
         demo.venv, tmp_path, "fleet", "status", "demo-fix", "--patchset-dir", str(demo.patchsets)
     )
     assert code == 1, out
