@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ray
 
 import compatkit
 from compatkit import txn
@@ -25,8 +26,6 @@ from compatkit.registry import Registry
 from compatkit.target import Environment
 from conftest import DEMO_FILES, UV, build_wheel, run_cli, write_patchset
 from raycluster import LocalCluster, Node
-
-ray = pytest.importorskip("ray")
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -109,6 +108,7 @@ def test_status_and_verify_per_node_on_two_different_environments(
     a_patched: Fleet, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fleet = a_patched
+    b_python = fleet.pythons["ck-B"]
     code, out, _ = fleet.fleet(capsys, "status", "demo-fix", "--json")
     assert code == 0, out
     nodes = fleet.by_node(json.loads(out))
@@ -118,6 +118,11 @@ def test_status_and_verify_per_node_on_two_different_environments(
         assert nodes[name]["python"] == fleet.pythons[name]  # the interpreter its workers use
         assert ps["state"] == state
         assert [p["status"] for p in ps["patches"]] == [state, state]
+    # --python: that interpreter on every node (here the same path on one machine)
+    code, out, _ = fleet.fleet(capsys, "status", "demo-fix", "--json", "--python", b_python)
+    assert code == 0, out
+    for node in json.loads(out)["nodes"]:
+        assert node["python"] == b_python and node["patchsets"][0]["state"] == "not applied"
     code, out, err = fleet.fleet(capsys, "verify", "demo-fix")
     assert code == 1
     b = fleet.node("ck-B").node_id[:12]
@@ -140,6 +145,19 @@ def test_apply_verify_revert_on_every_node(
     assert code == 0 and out.count("demo-fix: not applied, reverted") == 2, out
     for name in ("ck-A", "ck-B"):
         assert fleet.local(capsys, fleet.pythons[name], "verify", "demo-fix") == 1
+
+
+def test_a_node_that_does_not_answer_in_time_is_named(
+    a_patched: Fleet, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = a_patched
+    dist = Environment.for_python(fleet.pythons["ck-B"]).require("demo")
+    with txn.locked(dist):  # node B's verify waits for this lock
+        code, _, err = fleet.fleet(capsys, "verify", "demo-fix", "--timeout", "3")
+    assert code == 1
+    b = fleet.node("ck-B").node_id[:12]
+    assert f"node {b} (" in err and "did not answer within 3 s (--timeout)" in err, err
+    assert "1 of 2 nodes not as asked" in err  # node A answered, and is as asked
 
 
 def test_an_unreachable_address_is_one_line_with_the_reason(fleet: Fleet) -> None:
@@ -183,6 +201,7 @@ def _greet() -> tuple[str, str]:
 
 
 greet = ray.remote(_greet)
+del _greet  # so that cloudpickle ships it by value: the workers cannot import this test module
 
 
 def on(node: str, fleet: Fleet, compatkit: dict[str, Any]) -> Any:
