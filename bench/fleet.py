@@ -12,6 +12,7 @@ demo-fix applied), as in tests/test_fleet.py. Three timings, interleaved:
 
 from __future__ import annotations
 
+import logging
 import statistics
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def run(report: Report) -> None:
         try:
             cluster.start_head("ck-A", pythons[0])
             cluster.add_node("ck-B", pythons[1])
-            ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+            ray.init(address=cluster.address, logging_level=logging.ERROR, log_to_driver=False)
             cluster.wait_alive(ray)
 
             def connected() -> float:

@@ -8,6 +8,7 @@ is not, node C (started in one test) is killed in the middle of ``fleet apply``.
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -87,7 +88,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     try:
         cluster.start_head("ck-A", pythons["ck-A"])
         cluster.add_node("ck-B", pythons["ck-B"])
-        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=cluster.address, logging_level=logging.ERROR, log_to_driver=False)
         cluster.wait_alive(ray)
         yield Fleet(cluster, patchsets, wheel, pythons, base)
     finally:

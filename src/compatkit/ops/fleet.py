@@ -11,6 +11,7 @@ Ray is imported only inside :func:`run_fleet` (``compatkit[ray]``), so nothing e
 
 from __future__ import annotations
 
+import logging
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,7 +162,7 @@ def _connect(ray: Any, address: str) -> None:
         except OSError as exc:
             raise CompatkitError(f"cannot reach the Ray cluster at {address}: {exc}") from None
     try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError ...
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CompatkitError(f"cannot reach the Ray cluster at {address}: {reason}") from None
