@@ -12,6 +12,7 @@ Ray is imported only inside :func:`run_fleet` (``compatkit[ray]``), so nothing e
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,7 +129,7 @@ def run_fleet(
     """``verb`` on every alive node of the cluster at ``address`` (None: $RAY_ADDRESS, or the
     cluster this machine belongs to). Connects unless this process already has."""
     ray = _import_ray()
-    where = address or "auto"
+    where = address or os.environ.get("RAY_ADDRESS") or "auto"
     started = not ray.is_initialized()
     if started:
         _connect(ray, where)
