@@ -27,8 +27,8 @@ REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The unit and integration tests (real wheels in real temp venvs)."""
-    session.install("-e", ".[test]")
+    """The unit and integration tests (real wheels in real temp venvs, a local Ray cluster)."""
+    session.install("-e", ".[test,ray]")
     session.run("pytest", *session.posargs)
 
 
@@ -60,7 +60,7 @@ def reliability(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff and mypy --strict."""
-    session.install("-e", ".[test]", "ruff", "mypy", "nox")
+    session.install("-e", ".[test,ray]", "ruff", "mypy", "nox")
     session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
     session.run("ruff", "format", "--check", "src", "tests", "noxfile.py", "bench")
     session.run("mypy")
@@ -260,7 +260,9 @@ def bench_quick(session: nox.Session) -> None:
 
 
 def _bench(session: nox.Session, quick: bool) -> None:
-    session.install("-e", ".", "nox")
+    session.install(
+        "-e", ".[ray]", "nox", "pytest"
+    )  # F1: a local Ray cluster (tests/raycluster.py)
     target = _real_env(session, "bench")
     # compatkit as users get it: a real (not editable) install with compiled bytecode
     session.run(

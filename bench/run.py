@@ -28,6 +28,9 @@ TARGETS = """\
 | P5 | `apply` + `revert` of a real upgrade diff: requests 2.31.0 → 2.32.3 as one patch (click and jinja2 as extra rows) | `git apply` + `git apply -R` | ≤ 4× |
 | P6 | `compatkit wheel speculators-vllm016`: the patched speculators 0.3.0 wheel | a re-zip of the same wheel | (reported) |
 | P7 | runtime mode: re-import of speculators-vllm016's 2 patched modules through the hook | the same patched files imported normally | (reported) |
+
+F1 (no target: a figure): `compatkit fleet verify` on a local two-node Ray cluster against one
+plain `verify` of one node's environment.
 """
 
 
@@ -46,6 +49,7 @@ def main() -> int:
     report = Report(quick=args.quick)
     where = machine()
     print(f"machine: {where}", flush=True)
+    import fleet
     import p1_p3
     import p2_apply
     import p4_matrix
@@ -61,6 +65,7 @@ def main() -> int:
         "P5": lambda: p5_real.run(report),
         "P6": lambda: p6_wheel.run(report, args.python),
         "P7": lambda: runtime_import.run(report, args.python),
+        "F1": lambda: fleet.run(report),
     }
     for name, step in steps.items():
         if not args.only or name in args.only:

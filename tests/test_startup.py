@@ -45,6 +45,7 @@ HEAVY = (
     "email",
     "cyclonedx",  # compatkit[sbom]: only compatkit sbom and compatkit wheel import it
     "packageurl",
+    "ray",
 )
 
 RUN = """
@@ -94,6 +95,15 @@ def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -
         assert code == 0, (args, out)
         assert expect in out, (args, out)
         assert loaded == [], f"compatkit {' '.join(args)} imported {loaded}"
+
+
+def test_fleet_without_ray_is_one_clear_line(demo: Demo, tmp_path: Path) -> None:
+    """The demo venv has no Ray: the plain commands never needed it, fleet says what to do."""
+    code, out, _ = _run_in(
+        demo.venv, tmp_path, "fleet", "status", "demo-fix", "--patchset-dir", str(demo.patchsets)
+    )
+    assert code == 1, out
+    assert "compatkit: error: compatkit fleet needs Ray: pip install 'compatkit[ray]'" in out
 
 
 def test_the_dist_info_scan_agrees_with_importlib_metadata(

@@ -236,6 +236,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     _authoring_commands(add)
     _build_commands(add)
     _runtime_commands(add)
+    p = add("fleet", "status, verify, apply or revert on every alive node of a Ray cluster")
+    p.add_argument("action", choices=["status", "verify", "apply", "revert"])
+    p.add_argument("patchset", nargs="+")
+    p.add_argument("--address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS)")
+    p.add_argument(
+        "--timeout", metavar="S", type=float, default=600.0, help="wait at most S s for all nodes"
+    )
     p = add("completion", "print a bash or zsh completion script")
     p.add_argument("shell", choices=["bash", "zsh"])
     p = cmds.add_parser("_names")  # hidden: names for shell completion
@@ -435,7 +442,13 @@ def _run(args: argparse.Namespace, out: Any) -> int:
     if args.command == "diff" and args.patchset_dir:
         args.patchset_dir[-1].mkdir(parents=True, exist_ok=True)  # where diff writes
     config = find_config(Path.cwd(), args.config)
-    registry = Registry([*args.patchset_dir, *(config.patchset_dirs if config else [])])
+    dirs = [*args.patchset_dir, *(config.patchset_dirs if config else [])]
+    registry = Registry(dirs)
+    if args.command == "fleet":  # --python names an interpreter on the nodes, not here
+        from compatkit.commands.fleet import fleet
+
+        where = (args.address, args.python, dirs, args.timeout)
+        return fleet(registry, args.action, args.patchset, *where, out)
     env = Environment.for_python(args.python)
     no_name = args.command in ("apply", "verify") and not args.patchset
     if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:
