@@ -108,3 +108,16 @@ def remove_temps(path: str) -> None:
             full = os.path.join(head, name)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(full)  # a symlink is unlinked itself, never followed
+
+
+def copy_tree(source: Path, dest: Path, skip: tuple[str, ...] = ("__pycache__",)) -> None:
+    """Copy the regular files below ``source`` into ``dest``, each with :func:`write` (keeping
+    its mode); symlinks and the folders named in ``skip`` are left out."""
+    for folder, dirs, names in os.walk(source):
+        dirs[:] = [d for d in dirs if d not in skip]
+        target = dest / Path(folder).relative_to(source)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            path = Path(folder) / name
+            if path.is_file() and not path.is_symlink():
+                write(target / name, path.read_bytes(), path.stat().st_mode & 0o7777, sync=True)

@@ -8,7 +8,6 @@ with a conflict-marked copy of each file under ``conflicts/<id>/`` when it confl
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -58,7 +57,7 @@ def _write(
     dest.mkdir(parents=True)
     for smoke in ps.smoke_dirs():  # the rebased patchset gets its own copy (smoke-from's + own)
         if smoke.is_dir():
-            shutil.copytree(smoke, dest / "smoke", dirs_exist_ok=True)
+            atomic.copy_tree(smoke, dest / "smoke")
     series, conflicts = [], {}
     for entry, patch, port in zip(ps.series, ps.patches, ports, strict=True):
         header = _header(patch)
