@@ -46,4 +46,5 @@ def test_explain_ranks_the_left_out_patch_first_on_real_errors(
         assert code == 0, err
         doc = json.loads(out)
         assert doc["candidates"][0]["id"] == SCENARIOS[name], (name, doc["candidates"])
-        assert [m["id"] for m in doc["matches"]] == [SCENARIOS[name]], name
+        # the same fix in another patchset (speculators-vllm017 shares the ids) may tie
+        assert {m["id"] for m in doc["matches"]} == {SCENARIOS[name]}, name
