@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -197,3 +198,22 @@ def test_smoke_needs_must_name_another_patch(demo: Demo) -> None:
     util.write_text(util.read_text().replace("Smoke-Test:", "Smoke-Needs: patch-9\nSmoke-Test:"))
     code, _, err = demo.run("lint", "--offline")
     assert code == 1 and "Smoke-Needs names 'patch-9', not another patch" in err, err
+
+
+def test_a_need_met_upstream_does_not_block(demo: Demo) -> None:
+    """On a release that already has patch-1's fix (its smoke test passes unpatched),
+    patch-2's failure is patch-2's own: reported as it is, not as blocked."""
+    _add_pytest(demo)
+    root = demo.patchsets / "demo-fix"
+    (root / "smoke" / "test_patch_2.py").write_text(NEEDS_GREET)
+    util = root / "patches" / "0002.patch"
+    util.write_text(util.read_text().replace("Smoke-Test:", "Smoke-Needs: patch-1\nSmoke-Test:"))
+    greet = demo.venv.site / "demo" / "greet.py"
+    fixed = greet.with_name("greet.py.new")
+    fixed.write_bytes(greet.read_bytes().replace(b"'hello '", b"'hi '"))
+    os.replace(fixed, greet)  # a new inode: as if upstream had shipped the fix
+    code, out, _ = demo.run("smoke", "demo-fix", "--json")
+    assert code == 1  # patch-2 fails: its own reason
+    results = {p["id"]: p for p in json.loads(out)["patches"]}
+    assert results["patch-1"]["result"] == "pass"
+    assert results["patch-2"]["blocked_by"] == [] and "line20" in results["patch-2"]["reason"]

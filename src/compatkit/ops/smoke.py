@@ -99,21 +99,38 @@ def run_smoke(
         stream = None if show_output else subprocess.DEVNULL
         proc = subprocess.run(cmd, cwd=tmp, env=run_env, stdout=stream, stderr=stream)
         outcomes = _outcomes(junit)
-    applied = _applied_here(ps, env)
     results = {}
     for p in selected:
         cases = outcomes.get(Path(p.fields["smoke-test"]).name, [])
         passed = cases and all(o == "pass" for o, _ in cases)
         verdict = Status.PASS if passed else Status.FAIL
         reason = next((m for o, m in cases if o != "pass"), "" if cases else "no test ran")
-        missing = [n for n in p.smoke_needs if n not in applied]
-        if verdict is Status.FAIL and missing:  # its failure would be another patch's
-            reason = (
-                f"blocked: needs {', '.join(missing)} applied to reach the code {p.id} fixes "
-                f"(not applied here), so this failure says nothing about {p.id}"
+        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason)
+    return proc.returncode, _blocked(ps, env, results)
+
+
+def _blocked(
+    ps: Patchset, env: Environment, results: dict[str, SmokeResult]
+) -> dict[str, SmokeResult]:
+    """A failing test whose Smoke-Needs are not met fails for their reason, not its own: say
+    so. A need is met when that patch is applied here, or when its own smoke test passed in
+    this run (the fix is there: applied, or already upstream in this release)."""
+    applied = _applied_here(ps, env)
+    out = {}
+    for pid, r in results.items():
+        patch = ps.patch(pid)
+        needs = patch.smoke_needs if patch is not None else []
+        missing = tuple(
+            n for n in needs if n not in applied and results.get(n, r).verdict is not Status.PASS
+        )
+        if r.verdict is Status.FAIL and missing:
+            why = (
+                f"blocked: needs {', '.join(missing)} applied to reach the code {pid} fixes "
+                f"(not applied here), so this failure says nothing about {pid}"
             )
-        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason, tuple(missing))
-    return proc.returncode, results
+            r = SmokeResult(r.verdict, r.tests, why, missing)
+        out[pid] = r
+    return out
 
 
 def _applied_here(ps: Patchset, env: Environment) -> set[str]:
