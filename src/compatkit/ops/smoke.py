@@ -126,7 +126,8 @@ def _blocked(
         if r.verdict is Status.FAIL and missing:
             why = (
                 f"blocked: needs {', '.join(missing)} applied to reach the code {pid} fixes "
-                f"(not applied here), so this failure says nothing about {pid}"
+                f"(not applied here), so this may be their failure, not {pid}'s; it failed "
+                f"with: {r.reason}"
             )
             r = SmokeResult(r.verdict, r.tests, why, missing)
         out[pid] = r
