@@ -188,7 +188,8 @@ def demo(
     yield Demo(venv, patchsets, wheel, capsys)
 
 
-def _can_unshare() -> bool:
+def can_unshare() -> bool:
+    """Root, and mount namespaces: what the read-only and tmpfs tests need."""
     if shutil.which("unshare") is None or os.geteuid() != 0:
         return False
     return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
@@ -198,7 +199,7 @@ def _can_unshare() -> bool:
 def read_only(site: Path) -> Iterator[list[str]]:
     """A command prefix that runs its command with ``site`` read-only: a read-only bind mount
     in a mount namespace (root), else ``chmod a-w`` for the block (non-root)."""
-    if _can_unshare():
+    if can_unshare():
         script = f'mount --bind {site} {site} && mount -o remount,ro,bind {site} && exec "$@"'
         yield ["unshare", "-m", "sh", "-c", script, "sh"]
         return
@@ -229,3 +230,15 @@ def _guard_real_site_packages(monkeypatch: pytest.MonkeyPatch) -> None:
         original(dist, changes)
 
     monkeypatch.setattr(txn, "commit", guarded)  # every write goes through Session.commit
+
+
+@pytest.fixture
+def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """demo 1.0's wheel in a wheel directory, and no index: lint and diff check against it."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    build_wheel(folder, "demo", "1.0", DEMO_FILES)
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "ck-cache"))
+    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
+    monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(folder))
+    return folder

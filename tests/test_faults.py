@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -19,17 +18,10 @@ from pathlib import Path
 import pytest
 
 from compatkit import txn
-from conftest import Demo
+from conftest import Demo, can_unshare
 from reliability import CrashTarget, report, snapshot
 
-
-def _can_unshare() -> bool:
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        return False
-    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not _can_unshare(), reason="needs root and mount namespaces")
+pytestmark = pytest.mark.skipif(not can_unshare(), reason="needs root and mount namespaces")
 
 
 def _in_namespace(script: str, tmp: Path) -> str:

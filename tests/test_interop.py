@@ -4,16 +4,23 @@ site-packages, a full disk."""
 from __future__ import annotations
 
 import hashlib
-import os
 import resource
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import DEMO_FILES, UV, Demo, Venv, build_wheel, compatkit_command, write_patchset
+from conftest import (
+    DEMO_FILES,
+    UV,
+    Demo,
+    Venv,
+    build_wheel,
+    can_unshare,
+    compatkit_command,
+    write_patchset,
+)
 
 
 def cli(venv: Venv, patchsets: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
@@ -130,13 +137,7 @@ def test_revert_matches_pip_show_files(pip_demo: tuple[Venv, Path, Path]) -> Non
     assert show() == original
 
 
-def _can_unshare() -> bool:
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        return False
-    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not _can_unshare(), reason="needs root and mount namespaces")
+@pytest.mark.skipif(not can_unshare(), reason="needs root and mount namespaces")
 def test_read_only_site_packages(demo: Demo) -> None:
     site = str(demo.venv.site)
     before = demo.venv.snapshot()

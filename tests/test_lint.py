@@ -7,20 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO_FILES, PATCH_GREET, PATCH_UTIL, build_wheel, run_cli, write_patchset
+from conftest import PATCH_GREET, PATCH_UTIL, run_cli, write_patchset
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "wheels"
-    folder.mkdir()
-    build_wheel(folder, "demo", "1.0", DEMO_FILES)
-    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "ck-cache"))
-    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
-    monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(folder))
-    return folder
 
 
 def lint(capsys: pytest.CaptureFixture[str], base: Path, *args: str) -> tuple[int, str, str]:

@@ -80,18 +80,6 @@ def test_the_declaration_is_validated(value: object, error: str) -> None:
     assert declared({}, "x") == () and declared({"startup-code": ["a.pth"]}, "x") == ("a.pth",)
 
 
-@pytest.fixture
-def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """demo 1.0's wheel in a wheel directory, and no index: lint checks against it."""
-    folder = tmp_path / "wheels-lint"
-    folder.mkdir()
-    build_wheel(folder, "demo", "1.0", DEMO_FILES)
-    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "ck-cache"))
-    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
-    monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(folder))
-    return folder
-
-
 def _declare(root: Path) -> None:
     toml = root / "patchset.toml"
     toml.write_text(toml.read_text().replace("[patchset]\n", DECLARE))

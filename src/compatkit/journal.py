@@ -10,10 +10,10 @@ blob's SHA-256. What the disk must look like before a rollback may write (contai
 ownership, each file in its "before" or "after" state) is checked by :mod:`compatkit.txn`.
 
 >>> entry = Entry("pkg/m.py", before=b"x = 1\\n", after_sha=None, mode=0o644, mtime_ns=1)
->>> index, blobs = render("pkg-1.0.dist-info", [entry])
->>> parse(index, blobs, "pkg-1.0.dist-info") == [entry]
+>>> journal_json = index("pkg-1.0.dist-info", [entry])
+>>> parse(journal_json, b"x = 1\\n", "pkg-1.0.dist-info") == [entry]
 True
->>> parse(index.replace(b"pkg/m.py", b"../m.py"), blobs, "pkg-1.0.dist-info")
+>>> parse(journal_json.replace(b"pkg/m.py", b"../m.py"), b"x = 1\\n", "pkg-1.0.dist-info")
 Traceback (most recent call last):
 ...
 compatkit.journal.JournalError: entry 1: refused path '../m.py': it contains '..'
@@ -68,12 +68,6 @@ class Entry(Value):
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def render(dist_info: str, entries: Sequence[Entry]) -> tuple[bytes, bytes]:
-    """``journal.json`` and ``blobs`` for ``entries`` (what :func:`parse` reads back)."""
-    blobs = b"".join(e.before for e in entries if e.move_to is None and e.before is not None)
-    return index(dist_info, entries), blobs
 
 
 def index(dist_info: str, entries: Sequence[Entry]) -> bytes:

@@ -8,7 +8,7 @@ Every operation that reads or writes compatkit's state opens a session on the di
         s.commit(ov.changes())         # ... then one journaled transaction (compatkit.txn)
 
 so the lock → recover → load-state sequence exists once, and planning reads the target
-only through ``s.files`` (:mod:`compatkit.files`).
+only through ``dist.files`` (:mod:`compatkit.files`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 from compatkit import txn
-from compatkit.files import DiskFiles
 from compatkit.state import State, load_state
 from compatkit.target import Dist
 
@@ -39,10 +38,6 @@ class Session:
         """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn)."""
         with txn.locked(dist, exclusive):
             yield cls(dist, txn.recover(dist) if exclusive else False)
-
-    @property
-    def files(self) -> DiskFiles:
-        return self.dist.files
 
     def state(self, patchset: str) -> State | None:
         return load_state(self.dist, patchset)

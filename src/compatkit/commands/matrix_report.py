@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from compatkit import atomic
 from compatkit.errors import UsageError
+from compatkit.ops.smoke import stable
 from compatkit.output import Output
 
 LEGEND = (
@@ -96,10 +96,6 @@ def _markdown(cells: list[dict[str, Any]], columns: list[str], rows: list[list[s
     return "\n".join(lines) + "\n"
 
 
-_TMP = re.compile(r"\S*/pytest-of-[^/\s]+/pytest-\d+/")
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
 def _stable(reason: str) -> str:
     """A failure message as the report shows it: pytest's temp paths and object addresses,
     which differ on every run, replaced, so a re-run changes the report only where results do.
@@ -107,7 +103,7 @@ def _stable(reason: str) -> str:
     >>> _stable("no file /tmp/pytest-of-root/pytest-41/t0/m (<Scheduler object at 0x7f1>) | x")
     'no file <tmp>/t0/m (<Scheduler object>) / x'
     """
-    return _ADDRESS.sub("", _TMP.sub("<tmp>/", reason)).replace("|", "/")
+    return stable(reason).replace("|", "/")  # reports older than the capture-time cleanup
 
 
 def report(

@@ -152,5 +152,9 @@ def _one_line(message: str) -> str:
     >>> _one_line("no file /tmp/pytest-of-root/pytest-41/t0/m \\t (<Scheduler object at 0x7f1>)")
     'no file <tmp>/t0/m (<Scheduler object>)'
     """
-    text = _ADDRESS.sub("", _TMP.sub("<tmp>/", " ".join(message.split())))
-    return text[:200].rstrip()
+    return stable(" ".join(message.split()))[:200].rstrip()
+
+
+def stable(text: str) -> str:
+    """``text`` with pytest's temp paths and object addresses (new on every run) replaced."""
+    return _ADDRESS.sub("", _TMP.sub("<tmp>/", text))
