@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import marshal
 import os
 import shutil
 import subprocess
@@ -46,6 +47,11 @@ HEAVY = (
     "cyclonedx",  # compatkit[sbom]: only compatkit sbom and compatkit wheel import it
     "packageurl",
     "ray",
+    "argparse",  # compatkit.argv reads the common command lines (tests/test_argv.py)
+    "gettext",
+    "locale",
+    "textwrap",
+    "signal",  # the console script sets its Ctrl-C handler with _signal (no enum)
 )
 
 RUN = """
@@ -85,7 +91,7 @@ def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -
     # first run: the TOML cache is cold, so tomllib is imported, and the cache is filled
     code, out, loaded = _run_in(demo.venv, tmp_path, "status", "--patchset-dir", ps)
     assert code == 0 and "tomllib" in loaded, out
-    assert list(toml_dir.glob("*.json"))  # one entry per patchset.toml seen
+    assert list(toml_dir.glob("*.bin"))  # one entry per patchset.toml seen
     for args, expect in (
         (["status"], "applied"),
         (["verify"], "intact"),
@@ -167,7 +173,7 @@ def test_toml_cache_hits_misses_and_refusals(
     raw = b'[patchset]\nname = "x"\nseries = ["a", "b"]\nn = 3\n'
     first = cache.toml_loads(raw)
     assert first == {"patchset": {"name": "x", "series": ["a", "b"], "n": 3}}
-    (entry,) = (tmp_path / "c" / "toml").glob("*.json")
+    (entry,) = (tmp_path / "c" / "toml").glob("*.bin")
     parses: list[bytes] = []
     real_parse = cache._parse_toml
 
@@ -177,14 +183,23 @@ def test_toml_cache_hits_misses_and_refusals(
 
     monkeypatch.setattr(cache, "_parse_toml", counting)
     assert cache.toml_loads(raw) == first and parses == []  # served from the cache
-    entry.write_bytes(b"{truncated")
-    assert cache.toml_loads(raw) == first and len(parses) == 1  # corrupt entry: parsed again
-    assert cache.toml_loads(raw) == first and len(parses) == 1  # ... and rewritten whole
-    # dates cannot go through JSON exactly: parsed every time, never cached
+    good = entry.read_bytes()
+    assert good.startswith(cache.MAGIC)
+    junk = (b"{truncated", good[:-3], good[: len(cache.MAGIC) + 1], cache.MAGIC + b"\xff\x00")
+    for n, bad in enumerate((*junk, cache.MAGIC + marshal.dumps([1, 2])), start=1):
+        entry.write_bytes(bad)
+        assert cache.toml_loads(raw) == first and len(parses) == n  # corrupt: parsed again
+        assert entry.read_bytes() == good  # ... and rewritten whole
+        assert cache.toml_loads(raw) == first and len(parses) == n
+    parses.clear()
+    # dates are no marshal type (and NaN is not equal to itself): parsed every time
     dated = b"when = 2026-12-02\n"
     cache.toml_loads(dated)
     cache.toml_loads(dated)
-    assert len(parses) == 3 and len(list((tmp_path / "c" / "toml").glob("*.json"))) == 1
+    nan = b"x = nan\n"
+    cache.toml_loads(nan)
+    cache.toml_loads(nan)
+    assert len(parses) == 4 and len(list((tmp_path / "c" / "toml").glob("*.bin"))) == 1
     # bad TOML raises as tomllib does, and nothing is cached
     with pytest.raises(ValueError):
         cache.toml_loads(b"name = \n")
@@ -196,7 +211,7 @@ def test_toml_cache_hits_misses_and_refusals(
     blocker.write_text("")
     monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(blocker / "sub"))
     assert cache.toml_loads(b"a = 2\n") == {"a": 2}
-    assert len(list((tmp_path / "c" / "toml").glob("*.json"))) == 1
+    assert len(list((tmp_path / "c" / "toml").glob("*.bin"))) == 1
 
 
 @given(
@@ -254,10 +269,11 @@ def test_python_probe_is_cached_until_the_interpreter_changes(
     # a corrupt or malformed entry is probed again, never trusted
     entry = cache.entry("probe", target._probe_key(target._interpreter(venv.python)))
     assert entry is not None and entry.is_file()
-    for junk in (b"{not json", b'{"executable": 3}'):
-        entry.write_bytes(junk)
+    junk = (b"{not json", cache.MAGIC + marshal.dumps({"executable": 3}), cache.MAGIC + b"{")
+    for bad in junk:
+        entry.write_bytes(bad)
         assert Environment.for_python(venv.python) == first
-    assert len(probes) == 4
+    assert len(probes) == 2 + len(junk)
     monkeypatch.setenv("COMPATKIT_NO_CACHE", "1")
     Environment.for_python(venv.python)
-    assert len(probes) == 5
+    assert len(probes) == 3 + len(junk)

@@ -1,4 +1,4 @@
-"""A small start-up cache: parsed TOML tables and ``--python`` probe results, as JSON.
+"""A small start-up cache: parsed TOML tables and ``--python`` probe results (marshal).
 
 Both cost more than the rest of a read-only command: importing ``tomllib`` ≈ 12 ms (it pulls
 in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈ 25 ms (a second
@@ -8,19 +8,23 @@ Entries live under ``$COMPATKIT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/compatkit
 ``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML) or a hash of
 everything that could change the answer (probe: the interpreter's path, its symlink and binary
 ``stat``, ``pyvenv.cfg``, the kernel), so an entry is never stale; a missing, unreadable or
-corrupt one just means doing the work again. Values JSON cannot hold exactly (dates, NaN) are
-not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an unwritable home directory turns
-it off silently.
+corrupt one just means doing the work again. Entries are ``marshal`` data behind a magic line
+(marshal is built in, where ``json`` costs ≈ 1.5 ms to import, and reads faster); values it
+cannot hold exactly (dates, NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off;
+an unwritable home directory turns it off silently.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
+import marshal
 import os
 import sys
 from pathlib import Path
+
+from compatkit.digest import sha256
+
+MAGIC = b"compatkit-cache 1\n"
 
 
 def base_dir() -> Path:
@@ -39,15 +43,22 @@ def cache_dir() -> Path | None:
 
 def entry(kind: str, key: bytes) -> Path | None:
     folder = cache_dir()
-    return None if folder is None else folder / kind / f"{hashlib.sha256(key).hexdigest()}.json"
+    return None if folder is None else folder / kind / f"{sha256(key).hexdigest()}.bin"
 
 
 def load(path: Path | None) -> dict[str, object] | None:
+    """The entry's table, or None: missing, unreadable, not ours, cut short or corrupt."""
     if path is None:
         return None
     try:
-        cached = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if not raw.startswith(MAGIC):
+        return None
+    try:
+        cached = marshal.loads(raw[len(MAGIC) :])
+    except (EOFError, ValueError, TypeError):
         return None
     return cached if isinstance(cached, dict) else None
 
@@ -56,16 +67,16 @@ def store(path: Path | None, data: dict[str, object]) -> None:
     if path is None:
         return
     try:
-        text = json.dumps(data)
-        if json.loads(text) != data:
-            return  # NaN: not exactly representable
-    except (TypeError, ValueError):
-        return  # dates and times
+        blob = marshal.dumps(data, 4)
+        if marshal.loads(blob) != data:
+            return  # NaN: not equal to itself, so never served
+    except ValueError:
+        return  # dates and times: not marshal types
     from compatkit import atomic
 
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write(path, text.encode())
+        atomic.write(path, MAGIC + blob)
 
 
 def toml_loads(raw: bytes) -> dict[str, object]:

@@ -185,40 +185,52 @@ def split_header(text: str) -> tuple[dict[str, str], str]:
 
 
 def split_patch(text: str) -> tuple[dict[str, str], str, int]:
-    """:func:`split_header`, the diff keeping its line endings, and the line it starts at."""
-    raw = text.split("\n")
-    lines = [x[:-1] if x.endswith("\r") and i < len(raw) - 1 else x for i, x in enumerate(raw)]
+    """:func:`split_header`, the diff keeping its line endings, and the line it starts at.
+
+    Only the header's lines are looked at: the diff is sliced off whole (explain and status
+    read every patch of every patchset, and some diffs are thousands of lines: P1).
+    """
     fields: dict[str, str] = {}
     description: list[str] = []
     current: str | None = None
-    start = len(lines)
-    for i, line in enumerate(lines):
+    pos, i, body_at = 0, 0, len(text)
+    while True:
+        end = text.find("\n", pos)
+        line = (
+            text[pos:] if end < 0 else text[pos : end - 1 if text[end - 1 : end] == "\r" else end]
+        )
         if line == "---" or line.startswith(_DIFF_START):
-            start = i + 1 if line == "---" else i
+            if line != "---":
+                body_at = pos
+            elif end >= 0:
+                body_at = end + 1
+            i += line == "---"
             break
-        if i == 0 and _MAIL_FROM.match(line):
-            continue
-        if line[:1] in (" ", "\t") and current is not None:
+        i += 1
+        if i == 1 and _MAIL_FROM.match(line):
+            pass
+        elif line[:1] in (" ", "\t") and current is not None:
             cont = line[1:]
             fields[current] += "\n" + ("" if cont.strip() == "." else cont)
-            continue
-        match = _FIELD.match(line)
-        if match:
+        elif match := _FIELD.match(line):
             name = match.group(1).lower()
             current = _ALIASES.get(name, name)
             if current in fields and name in _ALIASES:
                 current = name  # an explicit field wins over a mail-header alias
             fields[current] = match.group(2).strip()
-            continue
-        current = None
-        if line.strip():
-            description.append(line.strip())
-    body = "\n".join(raw[start:])
+        else:
+            current = None
+            if line.strip():
+                description.append(line.strip())
+        if end < 0:
+            break
+        pos = end + 1
+    body = text[body_at:]
     if "title" in fields:
         fields["title"] = _clean_subject(fields["title"])
     if description and "description" not in fields:
         fields["description"] = "\n".join(description)
-    return {k: v.strip() for k, v in fields.items()}, body, start + 1
+    return {k: v.strip() for k, v in fields.items()}, body, i + 1
 
 
 def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:

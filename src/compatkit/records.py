@@ -13,7 +13,6 @@ b'pkg/m.py,sha256=Ngi8oeROpsTSaOttsCJgJpiSwLQrhrvx53pvoWw8koI,3\\npkg-1.dist-inf
 from __future__ import annotations
 
 import binascii
-import hashlib
 
 from compatkit.value import Value
 
@@ -23,6 +22,11 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def hash_bytes(data: bytes) -> str:
+    # hashlib (OpenSSL) on first use only, not at import (≈ 2.5 ms: P1): status and explain
+    # often hash nothing. Not compatkit.digest's built-in SHA-256: OpenSSL releases the GIL,
+    # and verify --pristine hashes on four threads (P3).
+    import hashlib
+
     digest = hashlib.sha256(data).digest()
     encoded = binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=")
     return "sha256=" + encoded.decode("ascii")

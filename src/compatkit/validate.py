@@ -19,12 +19,20 @@ startup-code)", 'missing [target] table']
 
 from __future__ import annotations
 
-import hashlib
+import os
+import stat
 from pathlib import Path
 
 from compatkit import cache, startup_code
+from compatkit.digest import sha256
 from compatkit.errors import CompatkitError
 from compatkit.patchset import Patch, parse_patch, smoke_clashes, smoke_root_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from compatkit.digest import Hash
 
 # every key patchset.toml may hold, per table ("" is the top level)
 KEYS: dict[str, tuple[str, ...]] = {
@@ -85,7 +93,7 @@ def validate(root: Path, deep: bool = False) -> Checked:
         checked.problems.append(f"patchset.toml: {str(exc)[:200]}")
         return checked
     _tables(checked, data)
-    digest = hashlib.sha256(raw)
+    digest = sha256(raw, small=True)  # it takes raw and one 32-byte digest per patch
     _series(checked, digest, deep)
     checked.digest = digest.hexdigest()
     if deep:
@@ -146,16 +154,17 @@ def _unknown(checked: Checked, name: str, table: dict[str, object]) -> None:
             )
 
 
-def _series(checked: Checked, digest: hashlib._Hash, deep: bool) -> None:
-    root = checked.root.resolve()
+def _series(checked: Checked, digest: Hash, deep: bool) -> None:
+    root = os.path.realpath(checked.root)
+    resolve = _resolver()
     for entry in checked.series:
         if not entry.isprintable() or not entry.strip():
             checked.problems.append(f"series entry {entry!r} is empty or not printable")
             continue
         try:
-            path = (checked.root / entry).resolve()
-            inside = path.is_relative_to(root)
-            raw = path.read_bytes() if inside and path.is_file() else None
+            real = resolve(os.path.join(checked.root, entry))
+            inside = real == root or real.startswith(root + os.sep)
+            raw = _read_file(real) if inside else None
         except (OSError, ValueError) as exc:
             checked.problems.append(f"series entry {entry!r}: {getattr(exc, 'strerror', exc)}")
             continue
@@ -165,14 +174,47 @@ def _series(checked: Checked, digest: hashlib._Hash, deep: bool) -> None:
         if raw is None:
             checked.problems.append(f"series entry {entry!r} does not exist")
             continue
-        digest.update(hashlib.sha256(raw).digest())
+        digest.update(sha256(raw).digest())
         try:
-            checked.patches.append(parse_patch(path, raw, eager=deep))
+            checked.patches.append(parse_patch(Path(real), raw, eager=deep))
         except CompatkitError as exc:
             checked.problems.append(f"{entry}: does not parse: {exc.message}")
     ids = [p.id for p in checked.patches]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         checked.problems.append(f"duplicate patch id {dup}")
+
+
+def _resolver() -> Callable[[str], str]:
+    """``os.path.realpath``, with each folder resolved once: a series' patches share one or
+    two folders, and realpath walks every component of every path (P1)."""
+    folders: dict[str, str] = {}
+
+    def resolve(path: str) -> str:
+        head, leaf = os.path.split(path)
+        if leaf in ("", ".", ".."):
+            return os.path.realpath(path)
+        if head not in folders:
+            folders[head] = os.path.realpath(head)
+        real = os.path.join(folders[head], leaf)
+        try:
+            link = stat.S_ISLNK(os.lstat(real).st_mode)
+        except OSError:
+            return real
+        return os.path.realpath(real) if link else real
+
+    return resolve
+
+
+def _read_file(path: str) -> bytes | None:
+    """A regular file's bytes; None if it is missing or not a regular file."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _deep(checked: Checked) -> None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import textwrap
 
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.ops.inspect import inspect_patchset
-from compatkit.output import Output
+from compatkit.output import Output, wrap
 from compatkit.patchset import Patch, Patchset
 from compatkit.registry import Registry
 from compatkit.target import Environment
@@ -149,7 +148,8 @@ def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
     if not out.rich:
         for heading, body in sections:
             print(heading)
-            print(textwrap.indent(textwrap.fill(body, 98) if "\n" not in body else body, "  "))
+            lines = wrap(body, 98) if "\n" not in body else body.split("\n")
+            print("\n".join(f"  {line}" if line.strip() else line for line in lines))
         print(patch.diff_text.strip("\n"))
         return
     from rich.padding import Padding
