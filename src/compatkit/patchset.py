@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from compatkit import reqlite
-from compatkit.diffparse import FileDiff, parse_diff, shown
+from compatkit.diffparse import FileDiff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.names import canonical_name
 from compatkit.value import Value
@@ -52,7 +52,9 @@ class Patch(Value):
     @property
     def files(self) -> tuple[FileDiff, ...]:
         if self._files is None:
-            self._files = parse_diff(self._raw[0], shown(self.path.name), self._raw[1])
+            from compatkit import diffcache  # parsed once per diff text, then cached
+
+            self._files = diffcache.parse(self._raw[0], shown(self.path.name), self._raw[1])
         return self._files
 
     @property

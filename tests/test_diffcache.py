@@ -1,0 +1,111 @@
+"""compatkit.diffcache: parsed diffs come back from the cache exactly as the parser made them; a
+corrupt or malformed entry is parsed again, never trusted; errors are never cached; an edited
+parser never serves an old parse."""
+
+from __future__ import annotations
+
+import marshal
+import os
+from pathlib import Path
+
+import pytest
+
+from compatkit import cache, diffcache
+from compatkit.diffparse import FileDiff, parse_diff
+from compatkit.errors import PatchFormatError
+from conftest import PATCH_GREET, PATCH_UTIL
+
+TEXT = (
+    PATCH_GREET.split("---\n", 1)[1]
+    + PATCH_UTIL.split("---\n", 1)[1]
+    + "--- /dev/null\n+++ b/demo/new.py\n@@ -0,0 +1,2 @@\n+x = 'é'\r\n+y = 1\n"
+    + "\\ No newline at end of file\n"
+)
+
+
+@pytest.fixture
+def parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "c"))
+    seen: list[str] = []
+
+    def counting(text: str, label: str, first_line: int = 1) -> tuple[FileDiff, ...]:
+        seen.append(text)
+        return parse_diff(text, label, first_line)
+
+    monkeypatch.setattr(diffcache, "parse_diff", counting)
+    return seen
+
+
+def _doc(entry: Path) -> dict[str, object]:
+    doc = marshal.loads(entry.read_bytes()[len(cache.MAGIC) :])
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_hits_misses_and_refusals(tmp_path: Path, parses: list[str]) -> None:
+    first = diffcache.parse(TEXT, "t.patch")
+    assert first == parse_diff(TEXT, "t.patch") and len(parses) == 1
+    assert any(h.eols != ("\n",) * len(h.lines) for f in first for h in f.hunks)  # kept exactly
+    assert diffcache.parse(TEXT, "t.patch") == first and len(parses) == 1  # from the cache
+    (entry,) = (tmp_path / "c" / "diff").glob("*.bin")
+    good = _doc(entry)
+    files = good["files"]
+    assert isinstance(files, list)
+    hunk = files[0][2][0]
+    bad_docs = [
+        {**good, "format": 99},
+        {**good, "files": []},
+        {**good, "files": [["demo/x.py", "rename", []]]},
+        {**good, "files": [files[0], files[0]]},  # one path twice
+        {**good, "files": [["demo/x.py", "modify", [[*hunk[:4], [["?", "x"]], *hunk[5:]]]]]},
+        {**good, "files": [["demo/x.py", "modify", [[-1, *hunk[1:]]]]]},
+        {**good, "files": [["demo/x.py", "modify", [[1, True, *hunk[2:]]]]]},
+        {**good, "files": [["demo/x.py", "modify", [[*hunk[:7], ["\r"] * len(hunk[4]), False]]]]},
+        {**good, "files": [["demo/x.py", "modify", [[*hunk[:7], [], False]]]]},
+        {**good, "files": [["demo/x.py", "modify", [[*hunk[:8], 0]]]]},
+        {**good, "files": [[b"demo/x.py", "modify", []]]},
+    ]
+    for n, junk in enumerate(bad_docs, start=2):
+        entry.write_bytes(cache.MAGIC + marshal.dumps(junk))
+        assert diffcache.parse(TEXT, "t.patch") == first
+        assert len(parses) == n, junk
+    entry.write_bytes(cache.MAGIC + marshal.dumps(good)[:-5])  # cut short
+    assert diffcache.parse(TEXT, "t.patch") == first and len(parses) == len(bad_docs) + 2
+    for _ in range(2):  # parsed (and refused) every time: errors are not cached
+        with pytest.raises(PatchFormatError, match="contains no diff"):
+            diffcache.parse("not a diff\n", "bad.patch")
+    assert len(list((tmp_path / "c" / "diff").glob("*.bin"))) == 1
+
+
+def test_an_edited_parser_never_serves_an_old_parse(
+    tmp_path: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key covers the parser's own files: a changed diffread.py is a new entry."""
+    parser = tmp_path / "pkg"
+    parser.mkdir()
+    for name in ("diffparse.py", "diffread.py"):
+        (parser / name).write_text("# v1\n")
+    monkeypatch.setattr(diffcache, "_HERE", str(parser))
+    diffcache.parse(TEXT, "t.patch")
+    diffcache.parse(TEXT, "t.patch")
+    assert len(parses) == 1
+    (parser / "diffread.py").write_text("# v2, longer\n")
+    diffcache.parse(TEXT, "t.patch")
+    assert len(parses) == 2
+    os.utime(parser / "diffparse.py", ns=(0, 0))
+    diffcache.parse(TEXT, "t.patch")
+    assert len(parses) == 3
+
+
+def test_a_warm_apply_reads_the_diff_from_the_cache(
+    tmp_path: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Patch.files goes through the cache: a second process would get the parse for free."""
+    from compatkit.patchset import parse_patch
+
+    path = tmp_path / "p.patch"
+    path.write_text(PATCH_GREET)
+    for _ in range(3):
+        patch = parse_patch(path, path.read_bytes(), eager=False)
+        assert [f.path for f in patch.files] == ["demo/greet.py"]
+    assert len(parses) == 1
