@@ -21,7 +21,7 @@ import pytest
 import ray
 
 import compatkit
-from compatkit import txn
+from compatkit import lock
 from compatkit.ops.verify import problems
 from compatkit.registry import Registry
 from compatkit.target import Environment
@@ -153,7 +153,7 @@ def test_a_node_that_does_not_answer_in_time_is_named(
 ) -> None:
     fleet = a_patched
     dist = Environment.for_python(fleet.pythons["ck-B"]).require("demo")
-    with txn.locked(dist):  # node B's verify waits for this lock
+    with lock.locked(dist):  # node B's verify waits for this lock
         code, _, err = fleet.fleet(capsys, "verify", "demo-fix", "--timeout", "3")
     assert code == 1
     b = fleet.node("ck-B").node_id[:12]
@@ -273,7 +273,7 @@ def test_a_node_killed_during_apply_is_named_and_the_others_are_consistent(
     fleet.cluster.wait_alive(ray)
     dist = Environment.for_python(fleet.pythons["ck-C"]).require("demo")
     result: list[tuple[int, str, str]] = []
-    with txn.locked(dist):  # node C's apply waits for this lock: it is running when killed
+    with lock.locked(dist):  # node C's apply waits for this lock: it is running when killed
         run = threading.Thread(
             target=lambda: result.append(fleet.fleet(capsys, "apply", "demo-fix"))
         )

@@ -10,6 +10,8 @@ import os
 import stat
 from pathlib import Path
 
+JOURNAL = "compatkit-journal"  # in a distribution's .dist-info, while a transaction runs
+
 
 def sync_fs(path: Path) -> None:
     """Flush the file system holding ``path`` (one syncfs instead of thousands of fsyncs)."""

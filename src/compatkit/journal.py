@@ -21,10 +21,10 @@ compatkit.journal.JournalError: entry 1: refused path '../m.py': it contains '..
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 
+from compatkit.digest import sha256 as _sha256
 from compatkit.errors import CompatkitError
 from compatkit.paths import check_relpath
 from compatkit.value import Value
@@ -67,7 +67,7 @@ class Entry(Value):
 
 
 def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return _sha256(data).hexdigest()
 
 
 def index(dist_info: str, entries: Sequence[Entry]) -> bytes:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import binascii
 
+from compatkit.digest import sha256
 from compatkit.value import Value
 
 # base64.urlsafe_b64encode is b2a_base64 with "+/" -> "-_"; binascii is built in, base64 and
@@ -21,13 +22,20 @@ from compatkit.value import Value
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
-def hash_bytes(data: bytes) -> str:
-    # hashlib (OpenSSL) on first use only, not at import (≈ 2.5 ms: P1): status and explain
-    # often hash nothing. Not compatkit.digest's built-in SHA-256: OpenSSL releases the GIL,
-    # and verify --pristine hashes on four threads (P3).
-    import hashlib
+def hash_bytes(data: bytes, threads: bool = False) -> str:
+    """RECORD's ``sha256=`` form of ``data``'s hash.
 
-    digest = hashlib.sha256(data).digest()
+    Small inputs are hashed by the interpreter's built-in SHA-256 (compatkit.digest): status
+    and verify hash a few patched files, and importing hashlib (OpenSSL) would cost more than
+    the hashing (≈ 2.5 ms: P1). ``threads``: the caller hashes on several threads (verify
+    --pristine, P3), so always OpenSSL's, which releases the GIL.
+    """
+    if threads:
+        import hashlib
+
+        digest = hashlib.sha256(data).digest()
+    else:
+        digest = sha256(data).digest()
     encoded = binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=")
     return "sha256=" + encoded.decode("ascii")
 

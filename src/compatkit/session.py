@@ -14,14 +14,17 @@ only through ``dist.files`` (:mod:`compatkit.files`).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 
-from compatkit import txn
+from compatkit.disk import JOURNAL
+from compatkit.lock import locked
 from compatkit.state import State, load_state
 from compatkit.target import Dist
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from compatkit import txn
     from compatkit.plan import Overlay
 
 
@@ -36,8 +39,8 @@ class Session:
     @contextlib.contextmanager
     def open(cls, dist: Dist, exclusive: bool = True) -> Iterator[Session]:
         """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn)."""
-        with txn.locked(dist, exclusive):
-            yield cls(dist, txn.recover(dist) if exclusive else False)
+        with locked(dist, exclusive):
+            yield cls(dist, _recover(dist) if exclusive else False)
 
     def state(self, patchset: str) -> State | None:
         return load_state(self.dist, patchset)
@@ -48,4 +51,17 @@ class Session:
         return Overlay(self.dist, self.dist.files)
 
     def commit(self, changes: Sequence[txn.Change]) -> None:
+        from compatkit import txn
+
         txn.commit(self.dist, changes)
+
+
+def _recover(dist: Dist) -> bool:
+    """txn.recover, imported only when a journal (or its .tmp / .del) is there: the rollback
+    code is not on the read-only commands' path (P1)."""
+    info = dist.dist_info
+    if not any(os.path.lexists(info / f"{JOURNAL}{end}") for end in ("", ".tmp", ".del")):
+        return False
+    from compatkit import txn
+
+    return txn.recover(dist)

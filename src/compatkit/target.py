@@ -185,12 +185,7 @@ class Environment(Value):
                 continue
             except OSError:  # not a directory (a zip?), unreadable: the library knows more
                 return False, None
-            hits = [
-                c
-                for c in children
-                if c.lower().endswith((".dist-info", ".egg-info"))
-                and canonical_name(c.rpartition(".")[0].partition("-")[0]) == wanted
-            ]
+            hits = _index(base, children).get(wanted, [])
             if not hits:
                 continue
             if len(hits) > 1 or not hits[0].lower().endswith(".dist-info"):
@@ -223,6 +218,26 @@ class Environment(Value):
 
     def describe(self) -> str:
         return f"the environment of {self.executable}"
+
+
+_INDEXES: dict[str, tuple[list[str], dict[str, list[str]]]] = {}
+
+
+def _index(base: str, children: list[str]) -> dict[str, list[str]]:
+    """``base``'s metadata folders (``.dist-info``, ``.egg-info``) by canonical distribution
+    name, for this listing of it. Built once per listing: a real stack's site-packages holds
+    hundreds of entries and a command looks several distributions up (P1). A listing that
+    differs in any way from the last one is indexed anew, so it is never stale."""
+    known = _INDEXES.get(base)
+    if known is not None and known[0] == children:
+        return known[1]
+    index: dict[str, list[str]] = {}
+    for child in children:
+        if child.lower().endswith((".dist-info", ".egg-info")):
+            name = canonical_name(child.rpartition(".")[0].partition("-")[0])
+            index.setdefault(name, []).append(child)
+    _INDEXES[base] = (children, index)
+    return index
 
 
 def _headers(metadata: str) -> dict[str, str]:

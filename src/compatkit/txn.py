@@ -10,7 +10,8 @@ A transaction is a list of :class:`Change` objects for one distribution. It runs
 
 A crash (SIGKILL included) at any step leaves either no journal (nothing changed yet, or the
 transaction is complete) or a whole journal, from which :func:`recover` restores every file to
-its "before" bytes. Every command calls :func:`recover` under the lock before it reads.
+its "before" bytes. Every command calls :func:`recover` under the lock (:mod:`compatkit.lock`)
+before it reads.
 
 >>> Change("pkg/m.py", b"x = 1\\n").relpath
 'pkg/m.py'
@@ -19,12 +20,12 @@ its "before" bytes. Every command calls :func:`recover` under the lock before it
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from compatkit.disk import JOURNAL as JOURNAL  # where recover and the tests look for it
 from compatkit.disk import rmtree as _rmtree
 from compatkit.disk import sync_fs as _sync_fs
 from compatkit.errors import CompatkitError
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 # compatkit.atomic, .journal and .rollback_check are imported where a write or a recovery
 # needs them: read-only commands with no journal left never do (start-up time, P1)
 
-JOURNAL = "compatkit-journal"
 TMP_SUFFIX = ".compatkit-tmp"  # compatkit.atomic's (tests/test_atomic.py checks they agree)
 RESERVE = "reserve"  # in the journal folder: the space a rollback needs
 _RESERVE_SLACK = 64 * 1024  # directory entries, the journal's own rename
@@ -100,69 +100,6 @@ def write_atomic(path: str, data: bytes, mode: int, mtime_ns: int | None = None)
     from compatkit import atomic
 
     atomic.write(path, data, mode, mtime_ns)
-
-
-@contextlib.contextmanager
-def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
-    """Hold a lock on the site-packages root so two compatkit runs cannot interleave.
-
-    A lock another run holds is waited for, with one line on stderr naming the holder, for at
-    most ``$COMPATKIT_LOCK_TIMEOUT`` seconds (default 600); then a clear error.
-    """
-    fd = os.open(dist.root, os.O_RDONLY)
-    try:
-        _acquire(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, dist)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
-def _acquire(fd: int, kind: int, dist: Dist) -> None:
-    try:
-        fcntl.flock(fd, kind | fcntl.LOCK_NB)
-        return
-    except BlockingIOError:
-        pass
-    import sys
-    import time
-
-    try:
-        timeout = float(os.environ.get("COMPATKIT_LOCK_TIMEOUT") or 600)
-    except ValueError:
-        timeout = 600.0
-    holder = _holder(fd)
-    print(
-        f"compatkit: waiting for another compatkit run{holder} that holds the lock on "
-        f"{dist.root} (at most {timeout:g} s; COMPATKIT_LOCK_TIMEOUT)",
-        file=sys.stderr,
-        flush=True,
-    )
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, kind | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                raise CompatkitError(
-                    f"gave up after {timeout:g} s waiting for the lock on {dist.root}: another "
-                    f"compatkit run{holder} holds it (nothing was changed)"
-                ) from None
-            time.sleep(0.05)
-
-
-def _holder(fd: int) -> str:
-    """ " (pid N)" of the process holding a flock on ``fd``'s inode, from /proc/locks."""
-    st = os.fstat(fd)
-    try:
-        with open("/proc/locks") as fh:
-            for line in fh:
-                parts = line.split()
-                if len(parts) > 5 and parts[1] == "FLOCK" and parts[5].endswith(f":{st.st_ino}"):
-                    return f" (pid {parts[4]})"
-    except OSError:
-        pass
-    return ""
 
 
 def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int]) -> Path:

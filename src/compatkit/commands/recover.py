@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compatkit import txn
+from compatkit.lock import locked
 from compatkit.output import Output
 from compatkit.target import Dist, Environment
 
@@ -32,7 +33,7 @@ def recover(env: Environment, names: list[str], discard: bool, out: Output | Non
     dists = [env.require(n) for n in names] if names else journaled(env)
     results = []
     for dist in dists:
-        with txn.locked(dist):
+        with locked(dist):
             done = txn.discard(dist) if discard else txn.recover(dist)
         action = ("discarded" if discard else "rolled back") if done else "none"
         results.append({"distribution": dist.name, "version": dist.version, "action": action})

@@ -45,7 +45,7 @@ def _hash_row(dist: Dist, row: Row) -> str | None:
     data = dist.read(row.path)
     if data is None:
         return f"{row.path} is missing"
-    if hash_bytes(data) != row.hash:
+    if hash_bytes(data, threads=True) != row.hash:
         return f"{row.path} does not match its RECORD hash"
     return None
 
