@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import p1_paths
-from common import Figure, Report, median_of, timed
+from common import Figure, Report, interleaved, median_of, timed
 
 
 def _env() -> dict[str, str]:
@@ -34,9 +34,12 @@ def p1(report: Report, python: Path) -> None:
         [str(exe), "apply", "speculators-vllm016"], check=True, env=env, stdout=subprocess.DEVNULL
     )
     try:
-        ref = median_of(runs, lambda: timed([str(python), "-c", "pass"], env=env), warmup=3)
+
+        def bare() -> float:
+            return timed([str(python), "-c", "pass"], env=env)
+
         for args in (["explain", "patch-6"], ["status"], ["verify"]):
-            value = median_of(runs, lambda a=args: timed([str(exe), *a], env=env), warmup=2)
+            ref, value = interleaved(runs, bare, lambda a=args: timed([str(exe), *a], env=env))
             report.add(
                 Figure(
                     "P1",
@@ -49,7 +52,7 @@ def p1(report: Report, python: Path) -> None:
             )
         p1_paths.run(report, python, env, runs)
         cold = {**env, "COMPATKIT_NO_CACHE": "1"}
-        value = median_of(runs, lambda: timed([str(exe), "status"], env=cold), warmup=2)
+        ref, value = interleaved(runs, bare, lambda: timed([str(exe), "status"], env=cold))
         report.add(
             Figure(
                 "P1-nocache",

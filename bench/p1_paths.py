@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, Figure, Report, median_of, timed
+from common import ROOT, Figure, Report, interleaved, median_of, timed
 
 PYPROJECT = """\
 [tool.compatkit]
@@ -58,8 +58,11 @@ def run(report: Report, target: Path, env: dict[str, str], runs: int) -> None:
             ),
         ):
             exe = python.parent / "compatkit"
-            ref = median_of(runs, lambda p=python: timed([str(p), "-c", "pass"], env=env), 3)
-            value = median_of(runs, lambda a=args, e=exe: timed([str(e), *a], env=env), 2)
+            ref, value = interleaved(
+                runs,
+                lambda p=python: timed([str(p), "-c", "pass"], env=env),
+                lambda a=args, e=exe: timed([str(e), *a], env=env),
+            )
             report.add(
                 Figure(row, f"compatkit explain patch-6, {what}", value, "python -c pass", ref, 4.0)
             )
