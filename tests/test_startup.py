@@ -64,10 +64,17 @@ sys.exit(code)
 """
 
 
-def _run_in(venv: Venv, cwd: Path, *args: str) -> tuple[int, str, list[str]]:
+# The writing side: a read-only command with no journal left needs none of it (compatkit.lock
+# holds the lock; txn's rollback is imported only when a journal is there).
+WRITING = ("compatkit.txn", "compatkit.journal", "compatkit.rollback_check", "compatkit.atomic")
+
+
+def _run_in(
+    venv: Venv, cwd: Path, *args: str, watched: tuple[str, ...] = HEAVY
+) -> tuple[int, str, list[str]]:
     """compatkit from this checkout, run by the venv's own interpreter (no --python probe)."""
     proc = subprocess.run(
-        [venv.python, "-c", f"HEAVY = {HEAVY!r}\n{RUN}", *args],
+        [venv.python, "-c", f"HEAVY = {watched!r}\n{RUN}", *args],
         cwd=cwd,
         env={**_env(), "PYTHONPATH": str(SRC)},
         capture_output=True,
@@ -97,7 +104,10 @@ def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -
         (["verify"], "intact"),
         (["explain", "patch-1"], "Greet politely"),
     ):
-        code, out, loaded = _run_in(demo.venv, tmp_path, *args, "--patchset-dir", ps)
+        watched = (*HEAVY, *WRITING)
+        code, out, loaded = _run_in(
+            demo.venv, tmp_path, *args, "--patchset-dir", ps, watched=watched
+        )
         assert code == 0, (args, out)
         assert expect in out, (args, out)
         assert loaded == [], f"compatkit {' '.join(args)} imported {loaded}"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from compatkit.checks import stacked_on
 from compatkit.errors import CompatkitError
+from compatkit.ops.verify import locate
 from compatkit.plan import plan_revert
 from compatkit.registry import Registry
 from compatkit.session import Session
-from compatkit.state import State, find_applied, states_of
+from compatkit.state import State, states_of
 from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
@@ -21,14 +22,6 @@ class RevertResult(Value):
         self.dist = dist
         self.state = state
         self.recovered = recovered
-
-
-def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
-    """The distribution holding ``name``'s state, else the one the patchset targets."""
-    dist = find_applied(env, name)
-    if dist is None:
-        dist = env.find(registry.get(name).distribution)
-    return dist
 
 
 def built_in_refusal(name: str, dist: Dist, verb: str) -> str:

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from compatkit.checks import state_problems
-from compatkit.ops.revert import locate
 from compatkit.records import Row, hash_bytes
 from compatkit.registry import Registry
 from compatkit.session import Session
-from compatkit.state import states_of
+from compatkit.state import find_applied, states_of
 from compatkit.target import Dist, Environment
+
+
+def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
+    """The distribution holding ``name``'s state, else the one the patchset targets."""
+    dist = find_applied(env, name)
+    if dist is None:
+        dist = env.find(registry.get(name).distribution)
+    return dist
 
 
 def problems(registry: Registry, env: Environment, name: str) -> list[str]:
