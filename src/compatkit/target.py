@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from pathlib import Path
 
 from compatkit.errors import UsageError
@@ -120,6 +119,8 @@ class Environment(Value):
 
     @classmethod
     def current(cls) -> Environment:
+        import sysconfig  # here: with --python the target's interpreter answers (P1)
+
         paths = sysconfig.get_paths()
         return cls(
             sys.executable,
