@@ -57,7 +57,10 @@ def load(path: Path | None) -> dict[str, object] | None:
     if not raw.startswith(MAGIC):
         return None
     try:
-        cached = marshal.loads(raw[len(MAGIC) :])
+        if sys.version_info >= (3, 13):  # entries hold plain data: never a code object
+            cached = marshal.loads(raw[len(MAGIC) :], allow_code=False)
+        else:
+            cached = marshal.loads(raw[len(MAGIC) :])
     except (EOFError, ValueError, TypeError):
         return None
     return cached if isinstance(cached, dict) else None
