@@ -74,6 +74,24 @@ def test_a_patchset_named_like_a_state_file(demo: Demo) -> None:
     assert demo.run("revert", "x.json")[0] == 0
 
 
+def test_a_patchset_name_is_never_a_glob_pattern(tmp_path: Path) -> None:
+    """``fix[1]`` is a literal name: the state of ``fix1`` is not its state (a glob would say
+    it is), and a folder named like a state file is not one."""
+    from compatkit import state
+    from compatkit.target import Environment
+
+    info = tmp_path / "demo-1.0.dist-info"
+    (info / "compatkit" / "x.json").mkdir(parents=True)  # x.json's backup folder
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+    (info / "compatkit" / "fix1.json").write_text("{}")
+    env = Environment("python", (str(tmp_path),), None, {})
+    assert state.find_applied(env, "fix[1]") is None
+    assert state.find_applied(env, "x") is None
+    found = state.find_applied(env, "fix1")
+    assert found is not None and found.dist_info == info
+    assert state.applied_patchsets(env) == ["fix1"]
+
+
 ON_TOP = """\
 Patch-Id: patch-1
 Title: Greet even more politely
