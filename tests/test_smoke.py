@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATCH_GREET, PATCH_UTIL, SMOKE_1, UV, Demo, write_patchset
+from conftest import PATCH_GREET, PATCH_UTIL, SMOKE_1, SMOKE_2, UV, Demo, write_patchset
 
 pytestmark = pytest.mark.skipif(UV is None, reason="needs uv")
 
@@ -191,6 +191,36 @@ def test_a_smoke_test_blocked_by_a_missing_earlier_patch_says_so(demo: Demo) -> 
     assert result["blocked_by"] == [] and "line20" in result["reason"], result
     assert demo.run("apply", "demo-fix")[0] == 0
     assert demo.run("smoke", "demo-fix", "--patch", "patch-2")[0] == 0
+
+
+def test_prove_checks_smoke_needs_both_ways(demo: Demo, tmp_path: Path) -> None:
+    """The series-but-one runs run every smoke test: patch-2's test fails without patch-1, so
+    its Smoke-Needs must name patch-1 (else a release lacking patch-1 would blame patch-2);
+    a named need the test passes without is reported as unused, not as a failure."""
+    _add_pytest(demo)
+    root = demo.patchsets / "demo-fix"
+    util = root / "patches" / "0002.patch"
+    header = util.read_text()
+    (root / "smoke" / "test_patch_2.py").write_text(NEEDS_GREET)
+    before = demo.venv.snapshot()
+    code, out, err = demo.run("prove", "demo-fix", "--report", str(tmp_path / "r"))
+    assert code == 1 and err.count("\n") == 1, err
+    assert "Smoke-Needs does not name: patch-2 (patch-1)" in err, err
+    assert "patch-2: its smoke test also fails without patch-1" in out, out
+    rows = {r["id"]: r for r in json.loads((tmp_path / "r" / "demo-fix.json").read_text())}
+    assert rows["patch-2"]["needs_missing"] == ["patch-1"] and not rows["patch-2"]["ok"]
+    assert rows["patch-1"]["needs_missing"] == [] and rows["patch-1"]["ok"]
+    assert "add patch-1 to its Smoke-Needs" in (tmp_path / "r" / "demo-fix.md").read_text()
+    assert demo.venv.snapshot() == before
+
+    util.write_text(header.replace("Smoke-Test:", "Smoke-Needs: patch-1\nSmoke-Test:"))
+    code, out, err = demo.run("prove", "demo-fix")
+    assert code == 0 and "Smoke-Needs" not in out, (out, err)
+
+    (root / "smoke" / "test_patch_2.py").write_text(SMOKE_2)  # needs nothing of patch-1
+    code, out, err = demo.run("prove", "demo-fix")
+    assert code == 0, err
+    assert "note: patch-2: Smoke-Needs names patch-1, but its test passes without it" in out
 
 
 def test_smoke_needs_must_name_another_patch(demo: Demo) -> None:

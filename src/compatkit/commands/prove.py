@@ -8,7 +8,7 @@ from pathlib import Path
 
 from compatkit import atomic
 from compatkit.errors import CompatkitError
-from compatkit.ops.prove import prove_patchset
+from compatkit.ops.prove import EXPECTED, Proof, prove_patchset
 from compatkit.ops.smoke import SmokeResult
 from compatkit.output import Output
 from compatkit.registry import Registry
@@ -40,26 +40,55 @@ def prove(
             "patched": p.verdicts[2],
             "ok": p.ok,
             "reasons": [c.reason if c else "" for c in p.runs],
+            "needs_missing": list(p.needs_missing),
+            "needs_unused": list(p.needs_unused),
         }
         for p in proofs
     ]
-    bad = [p.id for p in proofs if not p.ok]
-    out.doc.update(ok=not bad, patchset=name, patches=docs)
+    bad = [p.id for p in proofs if p.verdicts != tuple(str(e) for e in EXPECTED)]
+    out.doc.update(ok=not [p for p in proofs if not p.ok], patchset=name, patches=docs)
     out.table(
         f"{name}: smoke test per patch (expected fail / fail / pass)",
         ["patch", "unpatched", "all but this patch", "patched", "verdict"],
         rows,
     )
+    notes = _needs_notes(proofs)
+    for note in notes:
+        out.line(note)
     if report is not None:
-        _write_report(report, name, docs, rows)
+        _write_report(report, name, docs, rows, notes)
     if bad:
         raise CompatkitError(f"{len(bad)} patch(es) not proven both ways: {', '.join(bad)}")
+    missing = [f"{p.id} ({', '.join(p.needs_missing)})" for p in proofs if p.needs_missing]
+    if missing:
+        raise CompatkitError(
+            f"smoke tests that fail without a patch their Smoke-Needs does not name: "
+            f"{'; '.join(missing)}"
+        )
     out.line(f"{len(proofs)}/{len(proofs)} patches proven: fail / fail / pass", style="green")
     return 0
 
 
+def _needs_notes(proofs: list[Proof]) -> list[str]:
+    """One line per Smoke-Needs finding of the series-but-one runs."""
+    notes = []
+    for p in proofs:
+        for y in p.needs_missing:
+            notes.append(
+                f"{p.id}: its smoke test also fails without {y} (and passes with the whole "
+                f"series): add {y} to its Smoke-Needs"
+            )
+        for y in p.needs_unused:
+            notes.append(f"note: {p.id}: Smoke-Needs names {y}, but its test passes without it")
+    return notes
+
+
 def _write_report(
-    folder: Path, name: str, docs: list[dict[str, object]], rows: list[list[str]]
+    folder: Path,
+    name: str,
+    docs: list[dict[str, object]],
+    rows: list[list[str]],
+    notes: list[str],
 ) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     atomic.write_text(folder / f"{name}.json", json.dumps(docs, indent=2) + "\n")
@@ -68,4 +97,5 @@ def _write_report(
         "|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["", *notes] if notes else []
     atomic.write_text(folder / f"{name}.md", "\n".join(lines) + "\n")

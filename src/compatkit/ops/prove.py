@@ -3,6 +3,11 @@
 For every patch three runs are compared: nothing applied, the whole series but this patch
 (``apply --exclude``), and the whole series. The expected row is fail / fail / pass. The
 environment is pristine before and after.
+
+The series-but-one runs run every smoke test, not only the left-out patch's, and so also
+check each patch's ``Smoke-Needs``: a test that fails without another patch (and passes with
+the whole series) must name it, or a report on a release where that patch is missing would
+blame the wrong patch; a named need whose absence the test passes is reported as unused.
 """
 
 from __future__ import annotations
@@ -25,11 +30,19 @@ EXPECTED = (Status.FAIL, Status.FAIL, Status.PASS)
 class Proof(Value):
     """One patch's three runs: unpatched, the series without it, the whole series."""
 
-    __slots__ = ("id", "runs")
+    __slots__ = ("id", "runs", "needs_missing", "needs_unused")
 
-    def __init__(self, id: str, runs: tuple[SmokeResult | None, ...]) -> None:
+    def __init__(
+        self,
+        id: str,
+        runs: tuple[SmokeResult | None, ...],
+        needs_missing: tuple[str, ...] = (),
+        needs_unused: tuple[str, ...] = (),
+    ) -> None:
         self.id = id
         self.runs = runs  # None: the series could not be applied without this patch
+        self.needs_missing = needs_missing  # its test fails without these; Smoke-Needs omits them
+        self.needs_unused = needs_unused  # named in Smoke-Needs; its test passes without them
 
     @property
     def verdicts(self) -> tuple[str, ...]:
@@ -37,7 +50,7 @@ class Proof(Value):
 
     @property
     def ok(self) -> bool:
-        return self.verdicts == tuple(str(e) for e in EXPECTED)
+        return self.verdicts == tuple(str(e) for e in EXPECTED) and not self.needs_missing
 
 
 def prove_patchset(
@@ -52,7 +65,7 @@ def prove_patchset(
         raise CompatkitError(f"{ps.name} is applied; revert it before proving")
     progress(f"[1/3] smoke tests on unpatched {dist.name} {dist.version}")
     _, unpatched = run_smoke(ps, env, patches, show_output=False)
-    without: dict[str, SmokeResult | None] = {}
+    without: dict[str, dict[str, SmokeResult] | None] = {}
     for i, patch in enumerate(patches, 1):
         progress(f"[2/3] ({i}/{len(patches)}) whole series except {patch.id}")
         try:
@@ -62,7 +75,7 @@ def prove_patchset(
             without[patch.id] = None
             continue
         try:
-            without[patch.id] = run_smoke(ps, env, [patch], show_output=False)[1][patch.id]
+            without[patch.id] = run_smoke(ps, env, patches, show_output=False)[1]
         finally:
             revert_patchset(registry, env, ps.name)
     progress("[3/3] whole series applied")
@@ -71,4 +84,18 @@ def prove_patchset(
         _, patched = run_smoke(ps, env, patches, show_output=False)
     finally:
         revert_patchset(registry, env, ps.name)
-    return [Proof(p.id, (unpatched[p.id], without[p.id], patched[p.id])) for p in patches]
+    proofs = []
+    for p in patches:
+        others = {y: runs[p.id] for y, runs in without.items() if runs is not None and y != p.id}
+        missing = tuple(
+            y
+            for y, r in others.items()
+            if r.verdict is Status.FAIL
+            and patched[p.id].verdict is Status.PASS
+            and y not in p.smoke_needs
+        )
+        unused = tuple(y for y in p.smoke_needs if y in others and others[y].verdict is Status.PASS)
+        own = without[p.id]
+        runs = (unpatched[p.id], None if own is None else own[p.id], patched[p.id])
+        proofs.append(Proof(p.id, runs, missing, unused))
+    return proofs
