@@ -26,16 +26,15 @@ def timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | Non
     return elapsed
 
 
-def interleaved(
-    runs: int, reference: Callable[[], float], value: Callable[[], float], warmup: int = 2
-) -> tuple[float, float]:
-    """Medians of ``reference`` and ``value``, run alternately (one of each per round), so a
-    machine that gets slower or faster during the run moves both alike (a VM's page faults
-    and a shared disk swing single figures by 20-50 %)."""
+def interleaved(runs: int, *actions: Callable[[], float], warmup: int = 2) -> tuple[float, ...]:
+    """The median of each action, run in turn (one of each per round), so a machine that gets
+    slower or faster during the run moves them all alike (a VM's page faults and a shared disk
+    swing single figures by 20-50 %)."""
     for _ in range(warmup):
-        reference(), value()
-    pairs = [(reference(), value()) for _ in range(runs)]
-    return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+        for action in actions:
+            action()
+    rounds = [[action() for action in actions] for _ in range(runs)]
+    return tuple(statistics.median(r[i] for r in rounds) for i in range(len(actions)))
 
 
 def median_of(runs: int, action: Callable[[], float], warmup: int = 1) -> float:

@@ -13,14 +13,13 @@ demo-fix applied), as in tests/test_fleet.py. Three timings, interleaved:
 from __future__ import annotations
 
 import logging
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, Figure, Report, timed
+from common import ROOT, Figure, Report, interleaved, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import DEMO_FILES, write_patchset
@@ -68,12 +67,13 @@ def run(report: Report) -> None:
 
             plain = [*cli, "--python", pythons[0], "verify", "demo-fix"]
             fleet = [*cli, "fleet", "verify", "demo-fix", "--address", cluster.address]
-            connected()  # warm-up: the workers start
-            rows = [(timed(plain), timed(fleet), connected()) for _ in range(runs)]
+            # the warm-up round starts the workers
+            ref, whole, marginal = interleaved(
+                runs, lambda: timed(plain), lambda: timed(fleet), connected, warmup=1
+            )
         finally:
             ray.shutdown()
             cluster.shutdown()
-    ref, whole, marginal = (statistics.median(r[i] for r in rows) for i in range(3))
     what = "`fleet verify demo-fix`, 2 nodes (local cluster), the whole command"
     report.add(Figure("F1", what, whole, "one plain verify", ref))
     what = "the same, in a process already connected to the cluster (run_fleet)"

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, Figure, Report, timed
+from common import ROOT, Figure, Report, interleaved, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 from wheelkit import build_wheel
@@ -147,13 +146,8 @@ def measure(
             os.sync()
             return elapsed + timed(cmd)
 
-        ours(), git(), floor()  # warm-up
-        rounds = [(ours(), git(), floor()) for _ in range(runs)]
-        return (
-            statistics.median(r[0] for r in rounds),
-            statistics.median(r[1] for r in rounds),
-            statistics.median(r[2] for r in rounds),
-        )
+        value, ref, floor_ = interleaved(runs, ours, git, floor, warmup=1)
+        return value, ref, floor_
 
 
 def run(report: Report) -> None:

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from common import Figure, Report, timed
+from common import Figure, Report, interleaved, timed
 
 PAIRS = [
     ("requests", "2.31.0", "2.32.3"),
@@ -118,15 +117,9 @@ def measure(package: str, old: str, new: str, runs: int) -> tuple[float, float, 
         def starts() -> float:
             return sum(timed([sys.executable, "-c", "pass"], env=env) for _ in range(2))
 
-        ours(), git(), starts()  # warm-up: fills compatkit's caches, as any earlier run does
-        runs_ = [(ours(), git(), starts()) for _ in range(runs)]
-        return (
-            statistics.median(r[0] for r in runs_),
-            statistics.median(r[1] for r in runs_),
-            statistics.median(r[2] for r in runs_),
-            files,
-            hunks,
-        )
+        # the warm-up round fills compatkit's caches, as any earlier run does
+        value, ref, floor = interleaved(runs, ours, git, starts, warmup=1)
+        return value, ref, floor, files, hunks
 
 
 def run(report: Report) -> None:

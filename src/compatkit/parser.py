@@ -122,7 +122,9 @@ _SKIPPED = _Skipped()
 
 def _command_in(argv: Sequence[str]) -> str | None:
     """The subcommand named in ``argv`` (None: unknown, so build every subparser)."""
-    takes_value = {"--python", "--patchset-dir", "--config"}
+    from compatkit.argv import GLOBALS  # the global options, and which of them take a value
+
+    takes_value = {name for name, (_, kind) in GLOBALS.items() if kind != "flag"}
     skip = False
     for arg in argv:
         if skip:

@@ -30,12 +30,7 @@ def hash_bytes(data: bytes, threads: bool = False) -> str:
     the hashing (≈ 2.5 ms: P1). ``threads``: the caller hashes on several threads (verify
     --pristine, P3), so always OpenSSL's, which releases the GIL.
     """
-    if threads:
-        import hashlib
-
-        digest = hashlib.sha256(data).digest()
-    else:
-        digest = sha256(data).digest()
+    digest = sha256(data, small=False if threads else None).digest()
     encoded = binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=")
     return "sha256=" + encoded.decode("ascii")
 

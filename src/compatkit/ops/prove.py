@@ -49,8 +49,13 @@ class Proof(Value):
         return tuple(str(r.verdict) if r else "n/a" for r in self.runs)
 
     @property
+    def proven(self) -> bool:
+        """fail / fail / pass: the smoke test fails without the patch and passes with it."""
+        return self.verdicts == tuple(str(e) for e in EXPECTED)
+
+    @property
     def ok(self) -> bool:
-        return self.verdicts == tuple(str(e) for e in EXPECTED) and not self.needs_missing
+        return self.proven and not self.needs_missing
 
 
 def prove_patchset(
@@ -87,14 +92,11 @@ def prove_patchset(
     proofs = []
     for p in patches:
         others = {y: runs[p.id] for y, runs in without.items() if runs is not None and y != p.id}
-        missing = tuple(
-            y
-            for y, r in others.items()
-            if r.verdict is Status.FAIL
-            and patched[p.id].verdict is Status.PASS
-            and y not in p.smoke_needs
-        )
-        unused = tuple(y for y in p.smoke_needs if y in others and others[y].verdict is Status.PASS)
+        failed = [y for y, r in others.items() if r.verdict is Status.FAIL]
+        # a test that fails with the whole series too fails for its own reason, not a need's
+        passes = patched[p.id].verdict is Status.PASS
+        missing = tuple(y for y in failed if passes and y not in p.smoke_needs)
+        unused = tuple(y for y in p.smoke_needs if y in others and y not in failed)
         own = without[p.id]
         runs = (unpatched[p.id], None if own is None else own[p.id], patched[p.id])
         proofs.append(Proof(p.id, runs, missing, unused))
