@@ -26,7 +26,7 @@ from compatkit.ops.verify import problems
 from compatkit.registry import Registry
 from compatkit.target import Environment
 from conftest import DEMO_FILES, UV, build_wheel, run_cli, write_patchset
-from raycluster import LocalCluster, Node
+from raycluster import HOST, LocalCluster, Node
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -163,7 +163,7 @@ def test_a_node_that_does_not_answer_in_time_is_named(
 
 def test_an_unreachable_address_is_one_line_with_the_reason(fleet: Fleet) -> None:
     port = 1  # nothing listens there
-    where = ["--address", f"127.0.0.1:{port}"]
+    where = ["--address", f"{HOST}:{port}"]
     proc = subprocess.run(
         [*COMPATKIT, "--patchset-dir", str(fleet.patchsets), "fleet", "verify", "demo-fix", *where],
         capture_output=True,
@@ -172,7 +172,7 @@ def test_an_unreachable_address_is_one_line_with_the_reason(fleet: Fleet) -> Non
     )
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"compatkit: error: cannot reach the Ray cluster at 127.0.0.1:{port}: "
+        f"compatkit: error: cannot reach the Ray cluster at {HOST}:{port}: "
         "[Errno 111] Connection refused"
     ]
 
