@@ -161,7 +161,7 @@ def _run(args: Namespace, out: Any) -> int:
         from compatkit.commands.fleet import fleet
 
         where = (args.address, args.python, dirs, args.timeout)
-        return fleet(registry, args.action, args.patchset, *where, out)
+        return fleet(registry, args.action, args.patchset, *where, out, args.force, args.keep_going)
     env = Environment.for_python(args.python)
     no_name = args.command in ("apply", "verify") and not args.patchset
     if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:
