@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,3 +70,24 @@ def test_the_guard_tears_the_cluster_down_and_fails_loudly(tmp_path: Path) -> No
         if sleeper.poll() is None:
             os.killpg(sleeper.pid, 9)
             sleeper.wait()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+# ray start --node-ip-address=..., ray.init(_node_ip_address=...), given 127.0.0.1 or localhost
+REWRITTEN = re.compile(r"node[-_]ip[-_]address['\"]?\s*[=:,]?\s*['\"]?(127\.0\.0\.1|localhost)\b")
+
+
+def test_nothing_in_the_project_starts_ray_on_an_address_ray_rewrites() -> None:
+    where = [ROOT / "README.md", ROOT / "noxfile.py"]
+    for folder in ("src", "tests", "bench", "docs", ".ci"):
+        where += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".md", ".sh", "")]
+    found = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for path in where
+        if path.is_file() and path != Path(__file__).resolve()  # this file: the examples below
+        for match in REWRITTEN.finditer(path.read_text(errors="replace"))
+    ]
+    assert found == []
+    assert REWRITTEN.search("ray start --head --node-ip-address=127.0.0.1")  # it can fail
+    assert REWRITTEN.search('ray.init(_node_ip_address="localhost")')
+    assert not REWRITTEN.search("ray start --head --node-ip-address=127.0.0.2")
