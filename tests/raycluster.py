@@ -1,4 +1,10 @@
-"""A real Ray cluster on 127.0.0.1: one ``ray start --block`` per node, each from its own venv.
+"""A real Ray cluster on loopback: one ``ray start --block`` per node, each from its own venv.
+
+Every node runs with ``--node-ip-address=127.0.0.2``, never 127.0.0.1 or localhost: Ray
+rewrites those two to the machine's network address (``resolve_ip_for_localhost``), and
+these tests may only send traffic inside 127.0.0.0/8. :meth:`LocalCluster.wait_alive` checks
+that every node and the GCS stayed there (:func:`off_loopback`), and tears the cluster down
+with a loud failure if not.
 
 Each node runs in its own process group (``start_new_session``), so :meth:`LocalCluster.kill`
 SIGKILLs exactly that node (raylet, agents, workers) and :meth:`LocalCluster.shutdown` ends
@@ -10,6 +16,7 @@ declared dead within seconds.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -22,6 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+HOST = "127.0.0.2"  # loopback, but not one of the addresses Ray rewrites
+LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+
 OBJECT_STORE = 100 * 1024**2
 FAST_HEALTH = {
     "health_check_initial_delay_ms": 1000,
@@ -33,8 +43,39 @@ FAST_HEALTH = {
 
 def free_port() -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((HOST, 0))
         return int(s.getsockname()[1])
+
+
+def _host(address: str) -> str:
+    """``host`` of ``host:port`` or ``[v6]:port``; a bare address as it is."""
+    host, sep, port = address.rpartition(":")
+    if sep and port.isdigit() and (":" not in host or host.startswith("[")):
+        return host.strip("[]")
+    return address
+
+
+def _on_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(_host(address)) in LOOPBACK
+    except ValueError:  # empty, or a host name ("localhost" too): not provably loopback
+        return False
+
+
+def off_loopback(nodes: list[dict[str, Any]], addresses: dict[str, str]) -> list[str]:
+    """Every address of a cluster outside 127.0.0.0/8, in words (empty: all on loopback).
+
+    ``nodes``: what ``ray.nodes()`` returns (each node's ``NodeManagerAddress``, dead nodes
+    too); ``addresses``: other ``host:port`` (or bare host) addresses by role ("GCS", ...).
+
+    >>> off_loopback([{"NodeID": "ab", "NodeManagerAddress": "10.0.0.5"}], {"GCS": "127.0.0.2:1"})
+    ['node ab at 10.0.0.5']
+    """
+    found = [(f"node {n.get('NodeID', '?')[:12]}", n.get("NodeManagerAddress", "")) for n in nodes]
+    found += list(addresses.items())
+    return [
+        f"{role} at {address or '(none)'}" for role, address in found if not _on_loopback(address)
+    ]
 
 
 @dataclass
@@ -51,7 +92,7 @@ class LocalCluster:
         # short: Ray's Unix socket paths live below it (108 bytes at most)
         self.temp_dir = Path(tempfile.mkdtemp(prefix="ckray", dir="/tmp"))
         self.port = free_port()
-        self.address = f"127.0.0.1:{self.port}"
+        self.address = f"{HOST}:{self.port}"
         self.env = env or {}
         self.nodes: list[Node] = []
 
@@ -64,7 +105,7 @@ class LocalCluster:
             where = ["--head", f"--port={self.port}", f"--ray-client-server-port={free_port()}"]
             where += [f"--temp-dir={self.temp_dir / name}", "--include-dashboard=false"]
             where += [f"--system-config={json.dumps(FAST_HEALTH)}"]
-        cmd = [ray, "start", "--block", "--node-ip-address=127.0.0.1", *where]
+        cmd = [ray, "start", "--block", f"--node-ip-address={HOST}", *where]
         cmd += ["--num-cpus=1", f"--object-store-memory={OBJECT_STORE}", "--disable-usage-stats"]
         cmd += [f"--resources={json.dumps({name: 1})}"]
         cmd += [
@@ -88,7 +129,7 @@ class LocalCluster:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((HOST, self.port), timeout=1).close()
                 return node
             except OSError:
                 self._check(node)
@@ -99,18 +140,32 @@ class LocalCluster:
         return self._start(name, python, head=False)
 
     def wait_alive(self, ray: Any, timeout: float = 90) -> None:
-        """Until every started node is alive in the cluster; sets each ``node_id``."""
+        """Until every started node is alive in the cluster; sets each ``node_id``. Then the
+        loopback guard (:meth:`check_loopback`)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             alive = {r: n["NodeID"] for n in ray.nodes() if n["Alive"] for r in n["Resources"]}
             for node in self.nodes:
                 node.node_id = node.node_id or alive.get(node.name, "")
             if all(n.node_id for n in self.nodes):
+                self.check_loopback(ray)
                 return
             for node in self.nodes:
                 self._check(node)
             time.sleep(0.5)
         raise RuntimeError(f"nodes did not join: {[n.name for n in self.nodes if not n.node_id]}")
+
+    def check_loopback(self, ray: Any) -> None:
+        """Every node, the GCS and this driver on 127.0.0.0/8, or the cluster is torn down
+        and this fails, naming each address outside it."""
+        where = {"GCS": ray.get_runtime_context().gcs_address}
+        where["this driver"] = ray.util.get_node_ip_address()
+        outside = off_loopback(ray.nodes(), where)
+        if outside:
+            self.shutdown()
+            raise RuntimeError(
+                f"the Ray test cluster left loopback (127.0.0.0/8), torn down: {'; '.join(outside)}"
+            )
 
     def wait_dead(self, ray: Any, node: Node, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

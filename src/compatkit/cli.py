@@ -33,24 +33,18 @@ ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
 
 def _project(args: Namespace, config: Any, registry: Any, env: Any, out: Any) -> int:
     """apply / verify with no patchset name: the project's [tool.compatkit] set."""
-    if config is None and args.command == "verify":
-        from compatkit.commands.verify import verify
-        from compatkit.state import applied_patchsets
+    if args.command == "verify":
+        from compatkit.commands.verify import verify_here
 
-        why = "no [tool.compatkit] table was found and no patchset is applied here"
-        return verify(registry, env, applied_patchsets(env), out, args.allow_empty, why)
+        return verify_here(config, registry, env, out, args.allow_empty)
     if config is None:
         raise UsageError(
             f"{args.command} needs a patchset name, or a [tool.compatkit] table in "
             "pyproject.toml (searched upwards from the current directory)"
         )
-    if args.command == "apply":
-        from compatkit.commands.apply import apply_project
+    from compatkit.commands.apply import apply_project
 
-        return apply_project(config, registry, env, out)
-    from compatkit.commands.verify import verify_project
-
-    return verify_project(config, registry, env, out, args.allow_empty)
+    return apply_project(config, registry, env, out)
 
 
 def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
@@ -161,7 +155,7 @@ def _run(args: Namespace, out: Any) -> int:
         from compatkit.commands.fleet import fleet
 
         where = (args.address, args.python, dirs, args.timeout)
-        return fleet(registry, args.action, args.patchset, *where, out)
+        return fleet(registry, args.action, args.patchset, *where, out, args.force, args.keep_going)
     env = Environment.for_python(args.python)
     no_name = args.command in ("apply", "verify") and not args.patchset
     if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:

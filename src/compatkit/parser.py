@@ -236,6 +236,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout", metavar="S", type=float, default=600.0, help="wait at most S s for all nodes"
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="apply: as apply --force (a version mismatch, files that differ from RECORD)",
+    )
+    p.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="apply: keep it on the nodes it reached when another node fails (default: revert)",
+    )
     p = add("completion", "print a bash or zsh completion script")
     p.add_argument("shell", choices=["bash", "zsh"])
     p = cmds.add_parser("_names")  # hidden: names for shell completion

@@ -155,6 +155,23 @@ def _message(exc: CompatkitError) -> str:
     return "\n".join([exc.message, *(f"  - {p}" for p in exc.problems)])
 
 
+class _FirstLine(Exception):
+    """Ray's agent reports a plugin's failure as ``traceback.format_exception`` of it, which
+    prints a never-raised cause first, with no traceback, as ``<module>.<qualname>: <text>``.
+    As this class passes for ``builtins.compatkit``, the report's first line (after Ray's own
+    "Failed to set up runtime environment." and node prefix) is ``compatkit: <message>``, and
+    the agent's traceback comes after it."""
+
+
+_FirstLine.__module__, _FirstLine.__qualname__ = "builtins", KEY
+
+
+def first_line(exc: CompatkitError) -> _FirstLine:
+    """The cause ``create``'s failure is raised from: compatkit's message, first in Ray's
+    report (never raise it: raised, it would carry a traceback printed before it)."""
+    return _FirstLine(_message(exc))
+
+
 class CompatkitPlugin(RuntimeEnvPlugin):
     name = KEY
     priority = 90  # after pip, uv and conda (10): patch the environment they made
@@ -172,7 +189,7 @@ class CompatkitPlugin(RuntimeEnvPlugin):
         try:
             done = await asyncio.to_thread(prepare, config, python, owned)
         except CompatkitError as exc:
-            raise RuntimeError(f"compatkit: {_message(exc)}") from None
+            raise RuntimeError(f"compatkit: {exc.message}") from first_line(exc)
         for line in done:
             logger.info(line)
         return 0

@@ -1,7 +1,8 @@
 """``compatkit fleet status|verify|apply|revert PATCHSET... [--address ADDR]``.
 
 One table per node and patchset; a node that failed or died is one line naming it and why.
-Exit 0 only if every alive node answered and is as asked.
+Exit 0 only if every alive node answered and is as asked. ``apply`` names where it left each
+node (rolled back, unchanged, applied, unknown) when it did not succeed everywhere.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compatkit.errors import CompatkitError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.ops.fleet import FleetResult, NodeReport, run_fleet
 from compatkit.output import Output
 from compatkit.registry import Registry
@@ -24,10 +25,15 @@ def fleet(
     dirs: list[Path],
     timeout: float,
     out: Output,
+    force: bool = False,
+    keep_going: bool = False,
 ) -> int:
+    if verb != "apply" and (force or keep_going):
+        option = "--force" if force else "--keep-going"
+        raise UsageError(f"{option} is an option of fleet apply only, not fleet {verb}")
     for name in names:
         registry.get(name)  # an unknown name is a usage error here, before any node is asked
-    result = run_fleet(verb, names, address, python, dirs, timeout)
+    result = run_fleet(verb, names, address, python, dirs, timeout, force, keep_going)
     return render(result, out)
 
 
@@ -38,6 +44,7 @@ def render(result: FleetResult, out: Output) -> int:
         address=result.address,
         nodes=[_node_doc(n) for n in result.nodes],
         dead_before=result.dead_before,
+        rolled_back=result.rolled_back,
     )
     for node in result.nodes:
         _show(node, out)
@@ -47,10 +54,10 @@ def render(result: FleetResult, out: Output) -> int:
     if not result.nodes:
         raise CompatkitError(f"the Ray cluster at {result.address} has no alive node")
     if bad:
-        raise CompatkitError(
-            f"fleet {result.verb}: {len(bad)} of {len(result.nodes)} nodes not as asked",
-            [_problem(n) for n in bad],
-        )
+        message = f"fleet {result.verb}: {len(bad)} of {len(result.nodes)} nodes not as asked"
+        if result.verb != "apply":
+            raise CompatkitError(message, [_problem(n) for n in bad])
+        raise CompatkitError(f"{message}; {_outcome(result)}", [_left(n) for n in result.nodes])
     names = ", ".join(n.node_id[:12] for n in result.nodes)
     out.line(
         f"fleet {result.verb}: all {len(result.nodes)} nodes as asked ({names})", style="green"
@@ -79,11 +86,31 @@ def _show(node: NodeReport, out: Output) -> None:
             out.line(f"  {problem}", style="red")
 
 
-def _problem(node: NodeReport) -> str:
+def _outcome(result: FleetResult) -> str:
+    """What apply did about the nodes it reached, in one clause."""
+    back = [n for n in result.nodes if n.end and n.end.startswith("rolled back")]
+    unsure = [n for n in result.nodes if n.answer is None or (n.end or "").startswith("NOT")]
+    if result.rolled_back:
+        done = f"rolled back on the {len(back)} node(s) it had applied to"
+        return f"{done}; {len(unsure)} node(s) not known to be as before" if unsure else done
+    if any(n.end and "--keep-going" in n.end for n in result.nodes):
+        return "the nodes it applied to keep it (--keep-going)"
+    return "it applied nothing"
+
+
+def _left(node: NodeReport) -> str:
+    """A node's end state, and why it was not as asked if it was not."""
+    return f"{_title(node)}: {node.end}" + ("" if node.ok else f" ({_why(node)})")
+
+
+def _why(node: NodeReport) -> str:
     if node.answer is None:
-        return f"{_title(node)}: {node.failure}"
-    found = [p for ps in node.answer.patchsets for p in ps.problems]
-    return f"{_title(node)}: {'; '.join(found)}"
+        return str(node.failure)
+    return "; ".join(p for ps in node.answer.patchsets for p in ps.problems)
+
+
+def _problem(node: NodeReport) -> str:
+    return f"{_title(node)}: {_why(node)}"
 
 
 def _node_doc(node: NodeReport) -> dict[str, Any]:
@@ -93,6 +120,7 @@ def _node_doc(node: NodeReport) -> dict[str, Any]:
         "address": node.address,
         "ok": node.ok,
         "failure": node.failure,
+        "end_state": node.end,
         "python": answer.python if answer else None,
         "patchsets": [
             {

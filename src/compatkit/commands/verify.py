@@ -8,7 +8,6 @@ from __future__ import annotations
 from compatkit.config import ProjectConfig
 from compatkit.errors import CompatkitError
 from compatkit.ops import verify as ops
-from compatkit.ops.select import select
 from compatkit.output import Output
 from compatkit.registry import Registry
 from compatkit.target import Environment
@@ -37,19 +36,21 @@ def verify(
     return 0
 
 
-def verify_project(
-    config: ProjectConfig,
+def verify_here(
+    config: ProjectConfig | None,
     registry: Registry,
     env: Environment,
     out: Output,
     allow_empty: bool = False,
 ) -> int:
-    selection = select(config, registry, env)
-    out.lines(selection.notices())
-    if selection.skipped:
-        out.doc["skipped"] = selection.skipped_doc()
-    why = f"no patchset of {config.path} fits this environment"
-    return verify(registry, env, selection.chosen, out, allow_empty, why)
+    """``compatkit verify`` with no name: the project's ``[tool.compatkit]`` set that fits,
+    or without a project what is applied here (:func:`compatkit.ops.verify.unnamed`)."""
+    names, selection, why = ops.unnamed(config, registry, env)
+    if selection is not None:
+        out.lines(selection.notices())
+        if selection.skipped:
+            out.doc["skipped"] = selection.skipped_doc()
+    return verify(registry, env, names, out, allow_empty, why)
 
 
 def _nothing(out: Output, allow_empty: bool, why: str) -> int:
@@ -58,10 +59,7 @@ def _nothing(out: Output, allow_empty: bool, why: str) -> int:
     if allow_empty:
         out.line(f"{why}; nothing to verify (--allow-empty)")
         return 0
-    raise CompatkitError(
-        f"{why}: nothing was verified (name the patchsets, or pass --allow-empty if an empty "
-        "set is expected here)"
-    )
+    raise ops.nothing_verified(why)
 
 
 def verify_pristine(env: Environment, name: str, out: Output | None = None) -> int:

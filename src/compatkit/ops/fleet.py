@@ -6,6 +6,10 @@ command (:func:`node_run`) against that node's environment, the Python its worke
 ``--python`` given, and returns typed results. A node whose task fails, dies, cannot be
 scheduled or does not answer in time is a :class:`NodeReport` with a ``failure``: never skipped.
 
+``apply`` is all or nothing across the nodes: when any node is not as asked, every patchset
+this run applied is reverted on the nodes that answered (:mod:`compatkit.ops.fleet_rollback`),
+unless ``keep_going``. Each node's ``end`` says where it was left.
+
 Ray is imported only inside :func:`run_fleet` (``compatkit[ray]``), so nothing else pays for it.
 """
 
@@ -60,6 +64,7 @@ class NodeReport:
     address: str
     answer: NodeAnswer | None = None
     failure: str | None = None  # "died during fleet apply (NodeDiedError: ...)"
+    end: str | None = None  # apply: where the run left the node ("rolled back: ...", ...)
 
     @property
     def ok(self) -> bool:
@@ -76,23 +81,27 @@ class FleetResult:
     address: str
     nodes: list[NodeReport]
     dead_before: list[str] = field(default_factory=list)  # nodes already dead: not asked
+    rolled_back: bool = False  # apply failed somewhere: what it applied was reverted
 
     @property
     def ok(self) -> bool:
         return bool(self.nodes) and all(n.ok for n in self.nodes)
 
 
-def node_run(verb: str, names: list[str], dirs: list[str], python: str | None) -> NodeAnswer:
-    """On one node: ``verb`` for each patchset, against ``python`` (None: this interpreter)."""
+def node_run(
+    verb: str, names: list[str], dirs: list[str], python: str | None, force: bool = False
+) -> NodeAnswer:
+    """On one node: ``verb`` for each patchset, against ``python`` (None: this interpreter);
+    ``force``: apply's ``--force``."""
     from compatkit.registry import Registry
     from compatkit.target import Environment
 
     registry = Registry([Path(d) for d in dirs])
     env = Environment.for_python(python)
-    return NodeAnswer(env.executable, [_one(verb, registry, env, name) for name in names])
+    return NodeAnswer(env.executable, [_one(verb, registry, env, name, force) for name in names])
 
 
-def _one(verb: str, registry: Any, env: Any, name: str) -> PatchsetOnNode:
+def _one(verb: str, registry: Any, env: Any, name: str, force: bool) -> PatchsetOnNode:
     from compatkit.ops.inspect import inspect_patchset
 
     result = PatchsetOnNode(name, "")
@@ -104,14 +113,15 @@ def _one(verb: str, registry: Any, env: Any, name: str) -> PatchsetOnNode:
         elif verb == "apply":
             from compatkit.ops.apply import apply_patchset
 
-            result.action = apply_patchset(registry, env, name, []).action
+            result.action = apply_patchset(registry, env, name, [], force=force).action
         elif verb == "revert":
             from compatkit.ops.revert import revert_patchset
 
             result.action = "reverted" if revert_patchset(registry, env, name).state else "none"
         found = inspect_patchset(registry.get(name), env)
     except CompatkitError as exc:
-        result.problems += [f"{name}: {exc.message}", *exc.problems]
+        said = exc.message if exc.message.startswith(f"{name}:") else f"{name}: {exc.message}"
+        result.problems += [said, *exc.problems]
         return result
     result.summary = found.summary
     result.patches = [PatchRow(s.id, s.status, s.detail) for s in found.statuses]
@@ -125,9 +135,14 @@ def run_fleet(
     python: str | None = None,
     dirs: list[Path] | None = None,
     timeout: float = 600.0,
+    force: bool = False,
+    keep_going: bool = False,
 ) -> FleetResult:
     """``verb`` on every alive node of the cluster at ``address`` (None: $RAY_ADDRESS, or the
-    cluster this machine belongs to). Connects unless this process already has."""
+    cluster this machine belongs to). Connects unless this process already has. ``apply``:
+    ``force`` as apply's ``--force``; all or nothing across nodes unless ``keep_going``."""
+    from compatkit.ops.fleet_rollback import settle
+
     ray = _import_ray()
     where = address or os.environ.get("RAY_ADDRESS") or "auto"
     started = not ray.is_initialized()
@@ -137,10 +152,13 @@ def run_fleet(
         nodes = ray.nodes()
         alive = [n for n in nodes if n.get("Alive")]
         dead = [_label(n) for n in nodes if not n.get("Alive")]
-        reports = _run_on(
-            ray, alive, verb, names, [str(d.resolve()) for d in dirs or []], python, timeout
-        )
-        return FleetResult(verb, where, reports, dead)
+        todo = [(n, names) for n in alive]
+        paths = [str(d.resolve()) for d in dirs or []]
+        reports = run_on(ray, todo, verb, paths, python, timeout, force)
+        result = FleetResult(verb, where, reports, dead)
+        if verb == "apply":
+            settle(ray, result, paths, python, timeout, keep_going)
+        return result
     finally:
         if started:
             ray.shutdown()
@@ -173,23 +191,25 @@ def _label(node: dict[str, Any]) -> str:
     return f"{node['NodeID'][:12]} ({node.get('NodeManagerAddress', '?')})"
 
 
-def _run_on(
+def run_on(
     ray: Any,
-    alive: list[dict[str, Any]],
+    todo: list[tuple[dict[str, Any], list[str]]],
     verb: str,
-    names: list[str],
     dirs: list[str],
     python: str | None,
     timeout: float,
+    force: bool = False,
 ) -> list[NodeReport]:
+    """``verb`` on each node of ``todo`` (a ``ray.nodes()`` entry, its patchsets), one pinned
+    task each, all at once; a report per node, in ``todo``'s order."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     task = ray.remote(num_cpus=0, max_retries=0)(node_run)
     pending: dict[Any, NodeReport] = {}
-    for node in alive:
+    for node, names in todo:
         report = NodeReport(node["NodeID"], str(node.get("NodeManagerAddress", "?")))
         strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-        ref = task.options(scheduling_strategy=strategy).remote(verb, names, dirs, python)
+        ref = task.options(scheduling_strategy=strategy).remote(verb, names, dirs, python, force)
         pending[ref] = report
     reports = list(pending.values())
     _collect(ray, pending, verb, timeout)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from compatkit.checks import state_problems
+from compatkit.errors import CompatkitError
 from compatkit.records import Row, hash_bytes
 from compatkit.registry import Registry
 from compatkit.session import Session
 from compatkit.state import find_applied, states_of
 from compatkit.target import Dist, Environment
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compatkit.config import ProjectConfig
+    from compatkit.ops.select import Selection
 
 
 def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
@@ -75,3 +81,28 @@ def pristine(env: Environment, name: str) -> tuple[Dist, list[str]]:
     dist = env.require(name)
     with Session.open(dist, exclusive=False):
         return dist, pristine_problems(dist)
+
+
+def unnamed(
+    config: ProjectConfig | None, registry: Registry, env: Environment
+) -> tuple[list[str], Selection | None, str]:
+    """What ``verify`` checks when given no name (the pytest plugin too): the project's
+    patchsets that fit, with the selection (its skipped ones), or without a project every
+    patchset applied here; and why that set is empty, for when it is."""
+    if config is None:
+        from compatkit.state import applied_patchsets
+
+        why = "no [tool.compatkit] table was found and no patchset is applied here"
+        return applied_patchsets(env), None, why
+    from compatkit.ops.select import select
+
+    selection = select(config, registry, env)
+    return selection.chosen, selection, f"no patchset of {config.path} fits this environment"
+
+
+def nothing_verified(why: str, option: str = "--allow-empty") -> CompatkitError:
+    """A gate that checked nothing fails, unless ``option`` says an empty set is fine."""
+    return CompatkitError(
+        f"{why}: nothing was verified (name the patchsets, or pass {option} if an empty "
+        "set is expected here)"
+    )
