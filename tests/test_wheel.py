@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from collections.abc import Callable
@@ -198,10 +199,11 @@ def test_scripts_keep_their_executable_bit(demo: Demo, tmp_path: Path) -> None:
                 info.external_attr = 0o100755 << 16
             zout.writestr(info, zin.read(info.filename))
     mode_fixed.replace(src)
-    code, _, err = demo.run(
-        "wheel", "demo-fix", "-o", str(tmp_path / "o"), "--wheel-dir", str(wheels)
-    )
+    args = ["wheel", "demo-fix", "-o", str(tmp_path / "o"), "--wheel-dir", str(wheels)]
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    code, out, err = demo.run("--json", *args, "--sha256", sha)  # not the installed release
     assert code == 0, err
+    assert json.loads(out)["proof"] == "--sha256"
     (whl,) = (tmp_path / "o").glob("*.whl")
     with zipfile.ZipFile(whl) as zf:
         modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}

@@ -122,7 +122,7 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if cmd == "sbom":
         from compatkit.commands.sbom import sbom
 
-        return sbom(registry, env, args.output, out)
+        return sbom(registry, env, args.output, out, args.runtimes)
     raise AssertionError(cmd)
 
 
@@ -192,7 +192,8 @@ def _run_authoring(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if args.command == "wheel":
         from compatkit.commands.wheel import wheel
 
-        return wheel(registry, env, args.patchset, args.out_dir, wheels, out)
+        where = (args.patchset, args.out_dir, wheels, out, args.sha256, args.force)
+        return wheel(registry, env, *where)
     from compatkit.commands import diff, lint, rebase
 
     dirs = args.patchset_dir

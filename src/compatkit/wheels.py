@@ -36,7 +36,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from compatkit import atomic
+from compatkit import atomic, wheelcheck
 from compatkit.errors import CompatkitError
 from compatkit.records import Record, hash_bytes
 
@@ -53,12 +53,17 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class Tree:
-    """One wheel's files: ``record`` maps each path to its RECORD hash ("" when it has none)."""
+    """One wheel's files: ``record`` maps each path to its RECORD hash ("" when it has none).
+
+    ``problems``: why this copy is not a sane wheel (names, bounds, RECORD gaps; see
+    :mod:`compatkit.wheelcheck`). ``archive``: the ``.whl`` file (None: an unpacked copy)."""
 
     label: str
     record: dict[str, str]
     reader: Callable[[str], bytes | None]
     executable: Callable[[str], bool] = lambda path: False
+    problems: tuple[str, ...] = ()
+    archive: Path | None = None
 
     def owns(self, path: str) -> bool:
         return path in self.record
@@ -70,12 +75,16 @@ class Tree:
         data = self.reader(path)
         expected = self.record[path]
         if data is None or (expected and hash_bytes(data) != expected):
-            raise _Corrupt(f"{self.label}: {path} does not match the wheel's RECORD")
+            raise Corrupt(f"{self.label}: {path} does not match the wheel's RECORD")
         return data
 
 
-class _Corrupt(Exception):
-    pass
+class Corrupt(Exception):
+    """A copy of a wheel that is damaged, unsafe or not proven the release (skip it)."""
+
+
+class NotAZip(Exception):
+    """A ``*.whl`` that is not a zip archive (a candidate to skip, with a note)."""
 
 
 def _record_of(names: list[str], read: Callable[[str], bytes | None]) -> dict[str, str]:
@@ -84,24 +93,45 @@ def _record_of(names: list[str], read: Callable[[str], bytes | None]) -> dict[st
         return {}
     raw = read(infos[0])
     rows = Record.parse(raw).rows if raw else ()
-    return {r.path: r.hash for r in rows if r.path and not r.path.startswith("..")}
+    return {r.path: r.hash for r in rows if r.path}
 
 
 def tree_from_wheel(path: Path) -> Tree:
-    def read(name: str) -> bytes | None:
-        with zipfile.ZipFile(path) as zf:
-            try:
-                return zf.read(name)
-            except KeyError:
-                return None
+    """The wheel at ``path``, its bounds and names checked before anything is inflated;
+    raises :class:`NotAZip` for a file that is no zip archive."""
 
-    with zipfile.ZipFile(path) as zf:
-        names = zf.namelist()
-        modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
-    return Tree(str(path), _record_of(names, read), read, lambda n: bool(modes.get(n, 0) & 0o111))
+    def read(name: str) -> bytes | None:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                return zf.read(name)
+        except KeyError:
+            return None
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise Corrupt(f"{path}: {name}: unreadable ({exc})") from None
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise NotAZip(f"skipped {path}: not a zip archive ({exc})") from None
+    except OSError as exc:
+        raise NotAZip(f"skipped {path}: unreadable ({exc.strerror or exc})") from None
+    names = [i.filename for i in infos]
+    modes = {i.filename: i.external_attr >> 16 for i in infos}
+    problems = wheelcheck.zip_problems(infos)
+    try:
+        record = {} if problems else _record_of(names, read)
+    except Corrupt as exc:
+        problems, record = [str(exc)], {}
+    problems += wheelcheck.record_problems(names, record) if record else []
+    problems += [q for p in record if (q := wheelcheck.entry_problem(p))]
+    executable = lambda n: bool(modes.get(n, 0) & 0o111)  # noqa: E731
+    return Tree(str(path), record, read, executable, tuple(problems), path)
 
 
 def tree_from_dir(root: Path) -> Tree:
+    """An unpacked wheel (uv's cache): every file in it must be in its RECORD, with a hash."""
+
     def read(name: str) -> bytes | None:
         try:
             return (root / name).read_bytes()
@@ -115,7 +145,12 @@ def tree_from_dir(root: Path) -> Tree:
             return False
 
     infos = [f"{p.name}/RECORD" for p in root.glob("*.dist-info")]
-    return Tree(str(root), _record_of(infos, read), read, executable)
+    record = _record_of(infos, read)
+    names = [p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()]
+    names = [n for n in names if "__pycache__/" not in n]  # bytecode an installer compiled
+    problems = wheelcheck.record_problems(names, record) if record else []
+    problems += [q for p in record if (q := wheelcheck.entry_problem(p))]
+    return Tree(str(root), record, read, executable, tuple(problems))
 
 
 def _wheel_matches(filename: str, name: str, version: str | None) -> Version | None:
@@ -212,9 +247,15 @@ class WheelSource:
                     found.append((ver, whl))
         return found
 
+    def _wheel_tree(self, path: Path) -> Iterator[Tree]:
+        try:
+            yield tree_from_wheel(path)
+        except NotAZip as exc:
+            self.notes.append(str(exc))
+
     def _cached_trees(self, name: str, version: str) -> Iterator[Tree]:
         for _, whl in self._local_wheels(name, version):
-            yield tree_from_wheel(whl)
+            yield from self._wheel_tree(whl)
         uv = _uv_cache()
         archive = uv / "archive-v0" if uv else None
         if archive is not None and archive.is_dir():
@@ -228,17 +269,18 @@ class WheelSource:
             try:
                 with zipfile.ZipFile(body) as zf:
                     infos = {n.split("/", 1)[0] for n in zf.namelist() if ".dist-info/" in n}
-            except (zipfile.BadZipFile, OSError):
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError):
                 continue
             for info in infos:
                 if info.lower().startswith(prefix) and _info_matches(info, name, version):
-                    yield tree_from_wheel(body)
+                    yield from self._wheel_tree(body)
 
     def trees(self, name: str, version: str) -> Iterator[Tree]:
-        """Every available copy of ``name==version``'s wheel; a download comes last."""
+        """Every available copy of ``name==version``'s wheel; a download comes last. A
+        ``*.whl`` that is no zip archive is skipped, with a note."""
         yield from self._cached_trees(name, version)
         if self.index:
-            yield tree_from_wheel(self.download(name, version))
+            yield from self._wheel_tree(self.download(name, version))
 
     # -- the index --------------------------------------------------------------------------
 
@@ -251,6 +293,16 @@ class WheelSource:
         except Exception as exc:  # network errors come in many types
             raise CompatkitError(f"cannot read {url}: {exc}") from None
         return files
+
+    def index_hashes(self, name: str, version: str) -> set[str]:
+        """The sha256 digests (hex) the index lists for ``name==version``'s wheels."""
+        found = set()
+        for f in self._simple(name) if self.index else []:
+            hashes = f.get("hashes")
+            fname = str(f.get("filename", ""))
+            if isinstance(hashes, dict) and _wheel_matches(fname, name, version) is not None:
+                found.add(str(hashes.get("sha256", "")).lower())
+        return found - {""}
 
     def versions(self, name: str) -> list[Version]:
         """Every version of ``name`` known locally and, unless offline, on the index."""
@@ -348,9 +400,12 @@ def pristine(
     """
     problems: list[str] = []
     for tree in src.trees(name, version):
+        if tree.problems:
+            problems.append(f"{tree.label}: {tree.problems[0]}")
+            continue
         try:
             files = {p: tree.read(p) for p in paths}
-        except _Corrupt as exc:
+        except Corrupt as exc:
             problems.append(str(exc))
             continue
         wrong = [p for p, h in (expect or {}).items() if h and hash_bytes(files[p] or b"") != h]
@@ -361,36 +416,3 @@ def pristine(
     where = "" if src.index else " (offline: no download tried)"
     problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
     raise CompatkitError(f"cannot get the pristine files of {name} {version}", problems)
-
-
-@dataclass(frozen=True)
-class WholeWheel:
-    """Every file of one released wheel, in its RECORD's order, each checked against it."""
-
-    label: str
-    files: dict[str, bytes]
-    executable: frozenset[str]
-
-
-def whole_wheel(src: WheelSource, name: str, version: str) -> WholeWheel:
-    """All files of ``name==version``'s wheel from the first intact copy (see :func:`pristine`);
-    raises CompatkitError listing every copy that was tried."""
-    problems: list[str] = []
-    for tree in src.trees(name, version):
-        if not tree.record:
-            problems.append(f"{tree.label}: no RECORD")
-            continue
-        try:
-            files = {p: tree.read(p) for p in tree.record}
-        except _Corrupt as exc:
-            problems.append(str(exc))
-            continue
-        missing = [p for p, data in files.items() if data is None and not p.endswith("/RECORD")]
-        if missing:
-            problems.append(f"{tree.label}: {', '.join(missing[:3])} missing")
-            continue
-        present = {p: d for p, d in files.items() if d is not None}
-        return WholeWheel(tree.label, present, frozenset(p for p in present if tree.executable(p)))
-    where = "" if src.index else " (offline: no download tried)"
-    problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
-    raise CompatkitError(f"cannot get the pristine wheel of {name} {version}", problems)
