@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import compatkit
 from compatkit import wheelfile
 from compatkit.errors import CompatkitError
+from compatkit.ops import wheel as wheel_ops
 from compatkit.records import Record, hash_bytes
 from conftest import DEMO_FILES, PATCH_GREET, UV, Demo, Venv, build_wheel, write_patchset
 
@@ -209,3 +213,49 @@ def test_scripts_keep_their_executable_bit(demo: Demo, tmp_path: Path) -> None:
         modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
     (script,) = [n for n in modes if n.endswith("demo-run")]
     assert script.startswith("demo-1.0+ck.") and modes[script] == 0o100755
+
+
+ELSEWHERE = """
+import sys
+sys.modules["cyclonedx"] = None  # as if compatkit[sbom] were not installed
+import compatkit
+compatkit.__version__ = "99.1.0"  # as if another release of compatkit built it
+from compatkit.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_bytes_depend_on_neither_the_extra_nor_compatkits_version(
+    demo: Demo, tmp_path: Path
+) -> None:
+    here = built(demo, tmp_path / "here").read_bytes()
+    env = {
+        "PYTHONPATH": str(Path(compatkit.__file__).resolve().parent.parent),
+        "COMPATKIT_NO_INDEX": "1",
+        "COMPATKIT_CACHE_DIR": str(tmp_path / "ck-cache"),
+        "PATH": "/usr/bin:/bin",
+    }
+    out = tmp_path / "there"
+    cmd = [sys.executable, "-c", ELSEWHERE, "--python", demo.venv.python]
+    cmd += ["--patchset-dir", str(demo.patchsets), "wheel", "demo-fix", "-o", str(out)]
+    cmd += ["--wheel-dir", str(demo.wheel.parent)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    (whl,) = out.glob("*.whl")
+    assert whl.read_bytes() == here
+    with zipfile.ZipFile(whl) as zf:
+        sbom = next(zf.read(n) for n in zf.namelist() if n.endswith("/sboms/compatkit.cdx.json"))
+    tool = json.loads(sbom)["metadata"]["tools"]["components"][0]
+    assert "version" not in tool and compatkit.__version__.encode() not in sbom
+    assert tool["properties"] == [
+        {"name": "compatkit:wheel-format", "value": str(wheel_ops.WHEEL_FORMAT)}
+    ]
+
+
+def test_the_format_number_is_in_the_name(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = built(demo, tmp_path / "a")
+    monkeypatch.setattr(wheel_ops, "WHEEL_FORMAT", wheel_ops.WHEEL_FORMAT + 1)
+    bumped = built(demo, tmp_path / "b")
+    assert bumped.name != first.name, "a new format never reuses a file name"
