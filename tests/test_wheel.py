@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -259,3 +260,75 @@ def test_the_format_number_is_in_the_name(
     monkeypatch.setattr(wheel_ops, "WHEEL_FORMAT", wheel_ops.WHEEL_FORMAT + 1)
     bumped = built(demo, tmp_path / "b")
     assert bumped.name != first.name, "a new format never reuses a file name"
+
+
+def _uv(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    drop = ("VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX")
+    env = {k: v for k, v in os.environ.items() if k not in drop} | {"UV_PYTHON": sys.executable}
+    cmd = [UV or "uv", *args, "--offline", "-q"]
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
+
+
+def _project(demo: Demo, root: Path, whl: Path, requirement: str) -> None:
+    write_patchset(root / "patchsets")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "sample"\nversion = "0"\nrequires-python = ">=3.10"\n'
+        f'dependencies = ["{requirement}"]\n\n[tool.uv]\npackage = false\n\n'
+        f'[tool.uv.sources]\ndemo = {{ path = "wheels/{whl.name}" }}\n\n'
+        '[tool.compatkit]\npatchsets = ["demo-fix"]\npatchset-dirs = ["patchsets"]\n'
+    )
+
+
+@needs_uv
+def test_the_lockfile_pins_the_patched_wheel_and_refuses_another(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sample"
+    whl = built(demo, root / "wheels")
+    _project(demo, root, whl, "demo==1.0")
+    assert _uv(root, "lock").returncode == 0
+    digest = hashlib.sha256(whl.read_bytes()).hexdigest()
+    assert f"sha256:{digest}" in (root / "uv.lock").read_text()
+    run = _uv(root, "sync", "--locked")
+    assert run.returncode == 0, run.stderr
+    venv = Venv(root / ".venv")
+    here = Demo(venv, root / "patchsets", demo.wheel, demo.capsys)
+    monkeypatch.chdir(root)
+    assert here.run("verify")[0] == 0, "the project's [tool.compatkit] set, built in"
+    before = venv.snapshot()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # other bytes, the same name
+    code, _, err = demo.run("wheel", "demo-fix", "-o", str(root / "wheels"), "--force",
+                            "--wheel-dir", str(demo.wheel.parent))  # fmt: skip
+    assert code == 0 and hashlib.sha256(whl.read_bytes()).hexdigest() != digest, err
+    run = _uv(root, "sync", "--locked", "--reinstall")
+    assert run.returncode != 0 and "hash" in run.stderr.lower(), run.stderr
+    assert venv.snapshot() == before, "nothing of the other wheel was installed"
+
+
+@needs_uv
+def test_an_upgrade_past_the_patched_wheel_names_the_next_step(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sample"
+    whl = built(demo, root / "wheels")
+    _project(demo, root, whl, "demo==1.0")
+    assert _uv(root, "sync").returncode == 0
+    run = _uv(root, "add", "demo==2.0")  # the path source stays: uv keeps 1.0+ck.…
+    assert run.returncode == 0, run.stderr
+    assert '"demo==2.0"' in (root / "pyproject.toml").read_text()
+    venv = Venv(root / ".venv")
+    assert next(venv.site.glob("demo-1.0+ck.*.dist-info")), "uv kept the patched wheel"
+    here = Demo(venv, root / "patchsets", demo.wheel, demo.capsys)
+    monkeypatch.chdir(root)
+    code, _, err = here.run("verify")
+    assert code == 1 and "the installed patched wheel is not what the project asks for" in err
+    assert "asks for demo==2.0: demo 1.0+ck." in err and "built with demo-fix" in err
+    assert "compatkit upstream" in err and "compatkit wheel" in err
+    assert "drop the path source" in err and "reinstall" not in err
+    write_patchset(root / "patchsets", name="demo-fix-2", specifier="==2.0")
+    code, _, err = here.run("verify", "demo-fix-2")
+    assert code == 1 and "demo-fix-2: demo 1.0+ck." in err and "not demo==2.0" in err
+    assert "compatkit wheel" in err and "reinstall" not in err
+    code, out, _ = here.run("status", "demo-fix-2")
+    assert code == 0 and "built with demo-fix, not demo==2.0" in out
+    assert "drop the path source" in out

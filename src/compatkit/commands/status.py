@@ -44,6 +44,13 @@ def status(
             ["patch", "title", "state", "detail"],
             rows,
         )
+        if dist is not None and state is None and "ck." in dist.version:  # a patched wheel?
+            from compatkit.wheelpin import stale_wheel
+
+            hint = stale_wheel(dist, ps.target) if found_here.statuses else None
+            if hint and summary == "not applicable":
+                out.doc["patchsets"][-1]["next_step"] = hint
+                out.line(f"  {hint}", style="yellow")
     return 0
 
 

@@ -45,6 +45,12 @@ def verify_project(
     allow_empty: bool = False,
 ) -> int:
     selection = select(config, registry, env)
+    from compatkit.wheelpin import project_mismatches
+
+    targets = [registry.get(n).distribution for n in selection.chosen]
+    moved = project_mismatches(config.path, env, targets)
+    if moved:
+        raise CompatkitError("the installed patched wheel is not what the project asks for", moved)
     out.lines(selection.notices())
     if selection.skipped:
         out.doc["skipped"] = selection.skipped_doc()
