@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from compatkit import wheelcheck
 from compatkit.errors import CompatkitError
-from compatkit.wheels import Corrupt, Tree, WheelSource
+from compatkit.wheels import WheelSource
+from compatkit.wheeltree import Corrupt, Tree
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,11 @@ def _prove(src: WheelSource, tree: Tree, whole: WholeWheel, proof: Proof, want: 
         return "the installed RECORD"
     if src.index and tree.archive is not None:
         name, _, version = want.partition(" ")
-        if _archive_sha(tree) in src.index_hashes(name, version):
+        try:
+            listed = src.index_hashes(name, version)
+        except CompatkitError as exc:
+            raise Corrupt(f"{tree.label}: cannot check it against the index ({exc})") from None
+        if _archive_sha(tree) in listed:
             return "the index's sha256"
         raise Corrupt(f"{tree.label}: its sha256 is not one the index lists for {want}")
     where = proof.installed_note or f"{want} is not installed here"
