@@ -7,14 +7,11 @@ other copy can stand in: it must be refused in one line, with nothing written.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import http.server
 import json
-import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ import pytest
 from compatkit import wheelcheck
 from compatkit.records import hash_bytes
 from conftest import DEMO_FILES, Demo, Venv
+from wheelkit import local_index
 
 BOMB_BYTES = 300 << 20
 
@@ -195,41 +193,6 @@ def test_without_the_release_installed_only_a_given_hash_proves_it(
     assert code == 2 and "--sha256 'abc': not 64 hex digits" in err
 
 
-@contextlib.contextmanager
-def local_index(wheel: Path) -> Iterator[str]:
-    """A PEP 691 index on 127.0.0.1 that lists ``wheel`` with its sha256 and serves it."""
-    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == "/simple/demo/":
-                url = f"http://{self.headers['Host']}/files/{wheel.name}"
-                files = [{"filename": wheel.name, "url": url, "hashes": {"sha256": sha}}]
-                body, kind = json.dumps({"files": files}).encode(), "application/json"
-            elif self.path == f"/files/{wheel.name}":
-                body, kind = wheel.read_bytes(), "application/octet-stream"
-            else:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def test_the_index_hash_proves_a_copy_and_refuses_a_trojan(
     demo: Demo, tmp_path: Path, make_venv: Callable[..., Venv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,7 +200,7 @@ def test_the_index_hash_proves_a_copy_and_refuses_a_trojan(
     monkeypatch.delenv("COMPATKIT_NO_INDEX")
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # the download goes to the local index only
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "empty-uv"))
-    with local_index(demo.wheel) as url:
+    with local_index([demo.wheel]) as url:
         monkeypatch.setenv("COMPATKIT_INDEX_URL", url)
         args = ["--json", "wheel", "demo-fix", "-o", str(tmp_path / "a")]
         code, out, err = bare.run(*args, "--wheel-dir", str(demo.wheel.parent))

@@ -9,6 +9,7 @@ fixed, ``compatkit rebase`` ports the rest), build the wheel again, or drop the 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from compatkit.state import states_of
@@ -37,11 +38,13 @@ def stale_wheel(dist: Dist | None, wanted: str) -> str | None:
 
 
 def _dependencies(pyproject: Path) -> list[str]:
-    import tomllib
-
-    try:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:  # read here, never from a cache: it decides a verdict (docs/security.md)
         data = tomllib.loads(pyproject.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError, RecursionError):
         return []  # the config reader reports a broken pyproject.toml
     project = data.get("project")
     deps = project.get("dependencies", []) if isinstance(project, dict) else []

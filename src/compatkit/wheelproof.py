@@ -67,6 +67,17 @@ def _archive_sha(tree: Tree) -> str | None:
     return digest.hexdigest()
 
 
+def _by_index(src: WheelSource, tree: Tree, want: str) -> str:
+    name, _, version = want.partition(" ")
+    try:
+        listed = src.index_hashes(name, version)
+    except CompatkitError as exc:
+        raise Corrupt(f"{tree.label}: cannot check it against the index ({exc})") from None
+    if _archive_sha(tree) in listed:
+        return "the index's sha256"
+    raise Corrupt(f"{tree.label}: its sha256 is not one the index lists for {want}")
+
+
 def _prove(src: WheelSource, tree: Tree, whole: WholeWheel, proof: Proof, want: str) -> str:
     """What proves ``whole`` is the release; raises Corrupt saying why nothing does."""
     if proof.sha256 is not None:
@@ -82,19 +93,10 @@ def _prove(src: WheelSource, tree: Tree, whole: WholeWheel, proof: Proof, want: 
             raise Corrupt(f"{tree.label}: not the installed release: {'; '.join(found[:3])}")
         return "the installed RECORD"
     if src.index and tree.archive is not None:
-        name, _, version = want.partition(" ")
-        try:
-            listed = src.index_hashes(name, version)
-        except CompatkitError as exc:
-            raise Corrupt(f"{tree.label}: cannot check it against the index ({exc})") from None
-        if _archive_sha(tree) in listed:
-            return "the index's sha256"
-        raise Corrupt(f"{tree.label}: its sha256 is not one the index lists for {want}")
+        return _by_index(src, tree, want)
     where = proof.installed_note or f"{want} is not installed here"
-    raise Corrupt(
-        f"{tree.label}: nothing proves it is the release ({where}; offline: no index hash): "
-        "pass --sha256"
-    )
+    how = "an unpacked copy has no archive hash" if src.index else "offline: no index hash"
+    raise Corrupt(f"{tree.label}: nothing proves it is the release ({where}; {how}): pass --sha256")
 
 
 def whole_wheel(
