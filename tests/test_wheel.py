@@ -332,3 +332,22 @@ def test_an_upgrade_past_the_patched_wheel_names_the_next_step(
     code, out, _ = here.run("status", "demo-fix-2")
     assert code == 0 and "built with demo-fix, not demo==2.0" in out
     assert "drop the path source" in out
+
+
+# The demo wheel's sha256 per wheel format, with the zlib that deflated it (another deflate
+# implementation may compress differently). A change to what compatkit wheel writes that
+# fails this test needs WHEEL_FORMAT bumped and a line in docs/delivery.md, in that commit.
+GOLDEN = {2: ("1.2.13", "a70cc569b5a240dc957dc0fc905496d8dfef587755c25af8d37d3eaff88445c1")}
+
+
+def test_a_change_of_bytes_comes_with_a_format_bump(demo: Demo, tmp_path: Path) -> None:
+    import zlib
+
+    zlib_version, expected = GOLDEN[wheel_ops.WHEEL_FORMAT]  # KeyError: record the new format
+    if zlib_version != zlib.ZLIB_RUNTIME_VERSION:
+        pytest.skip(f"zlib {zlib.ZLIB_RUNTIME_VERSION}, not {zlib_version}")
+    whl = built(demo, tmp_path / "out")
+    assert hashlib.sha256(whl.read_bytes()).hexdigest() == expected, (
+        "compatkit wheel's bytes changed: bump WHEEL_FORMAT (ops/wheel.py) and say why in "
+        "docs/delivery.md"
+    )
