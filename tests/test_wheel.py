@@ -325,6 +325,8 @@ def test_an_upgrade_past_the_patched_wheel_names_the_next_step(
     assert "asks for demo==2.0: demo 1.0+ck." in err and "built with demo-fix" in err
     assert "compatkit upstream" in err and "compatkit wheel" in err
     assert "drop the path source" in err and "reinstall" not in err
+    code, out, _ = here.run("status")
+    assert code == 0 and "warning: " in out and "asks for demo==2.0: demo 1.0+ck." in out
     write_patchset(root / "patchsets", name="demo-fix-2", specifier="==2.0")
     code, _, err = here.run("verify", "demo-fix-2")
     assert code == 1 and "demo-fix-2: demo 1.0+ck." in err and "not demo==2.0" in err

@@ -79,7 +79,8 @@ def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
 
         if cmd == "list":
             return status.list_patchsets(registry, env, out)
-        return status.status(registry, env, args.patchset, out)
+        pyproject = getattr(args, "project_pyproject", None)
+        return status.status(registry, env, args.patchset, out, pyproject)
     if cmd == "explain":
         from compatkit.commands.explain import explain
 
@@ -166,6 +167,7 @@ def _run(args: Namespace, out: Any) -> int:
     no_name = args.command in ("apply", "verify") and not args.patchset
     if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:
         return _project(args, config, registry, env, out)
+    args.project_pyproject = config.path if config else None  # status: the upgrade check
     return _dispatch(args, registry, env, out)
 
 
