@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -205,10 +206,14 @@ def test_scripts_keep_their_executable_bit(demo: Demo, tmp_path: Path) -> None:
             zout.writestr(info, zin.read(info.filename))
     mode_fixed.replace(src)
     args = ["wheel", "demo-fix", "-o", str(tmp_path / "o"), "--wheel-dir", str(wheels)]
-    sha = hashlib.sha256(src.read_bytes()).hexdigest()
-    code, out, err = demo.run("--json", *args, "--sha256", sha)  # not the installed release
+    code, out, err = demo.run("--json", *args)
+    assert code == 0 and json.loads(out)["source"] != str(src), "no script in the release"
+    shutil.rmtree(tmp_path / "o")  # that one came from uv's cache: the demo without a script
+    demo.venv.install(src, "uv", "--reinstall", "--link-mode", "copy")  # now the release
+    code, out, err = demo.run("--json", *args)
     assert code == 0, err
-    assert json.loads(out)["proof"] == "--sha256"
+    doc = json.loads(out)
+    assert doc["proof"] == "the installed RECORD" and doc["source"] == str(src), "its script too"
     (whl,) = (tmp_path / "o").glob("*.whl")
     with zipfile.ZipFile(whl) as zf:
         modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
