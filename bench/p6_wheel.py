@@ -1,8 +1,9 @@
 """P6: ``compatkit wheel speculators-vllm016`` (the patched speculators 0.3.0 wheel) vs a plain
 re-zip of the same wheel.
 
-compatkit takes the pristine wheel from uv's warm cache (every file checked against RECORD),
-applies the ten patches, writes the built-in state and the CycloneDX SBOM, regenerates RECORD
+compatkit takes the pristine wheel from uv's warm cache (every file checked against its RECORD
+and against the installed release's), applies the ten patches, writes the built-in state and
+the CycloneDX SBOM, regenerates RECORD
 and zips at deflate level 9. The reference is the part no tool can skip: the same interpreter
 reading every member of the built wheel and writing them again, deflate level 9.
 """
@@ -49,5 +50,6 @@ def run(report: Report, python: Path) -> None:
     report.notes.append(
         "P6: the pristine speculators 0.3.0 wheel comes from uv's warm cache; both sides pay one "
         "interpreter start-up. The difference is compatkit's start-up, the RECORD check of every "
-        "pristine file, planning the ten patches and building the SBOM with cyclonedx-python-lib."
+        "pristine file and the proof against the installed RECORD, planning the ten patches and "
+        "writing the SBOM (compatkit's own JSON)."
     )

@@ -15,6 +15,7 @@ import pytest
 from compatkit.config import find_config
 from compatkit.errors import PatchFormatError, UsageError
 from conftest import DEMO_FILES, UV, Demo, build_wheel, write_patchset
+from wheelkit import local_index
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_uv = pytest.mark.skipif(UV is None, reason="needs uv")
@@ -231,13 +232,15 @@ def _as_demo(lines: list[str]) -> str:
     return text.replace("speculators-vllm016", "demo-fix").replace("speculators-0.3.0", "demo-1.0")
 
 
-def _tool_env(root: Path) -> dict[str, str]:
-    """compatkit from this checkout on PATH, as a tool environment would put it; offline."""
+def _tool_env(root: Path, index: str) -> dict[str, str]:
+    """compatkit from this checkout on PATH, as a tool environment would put it, with a local
+    index (``wheelkit.local_index``) whose sha256 proves the pristine wheel, as PyPI's would."""
     tool_bin = str(Path(sys.executable).parent)
     return {
         "PATH": f"{tool_bin}:{os.environ['PATH']}",
         "COMPATKIT_WHEEL_DIR": str(root / "wheels"),
-        "COMPATKIT_NO_INDEX": "1",
+        "COMPATKIT_INDEX_URL": index,
+        "PIP_NO_INDEX": "1",
         "UV_PYTHON": sys.executable,
     }
 
@@ -246,7 +249,8 @@ def _tool_env(root: Path) -> dict[str, str]:
 def test_readme_uv_wheel_workflow_locks_the_patched_wheel(tmp_path: Path) -> None:
     root = _sample_project(tmp_path)
     script = "set -e\n" + _as_demo(_readme_block("uv-wheel"))
-    run = _sh(["bash", "-c", script], root, env_extra=_tool_env(root))
+    with local_index([root / "wheels" / "demo-1.0-py3-none-any.whl"]) as index:
+        run = _sh(["bash", "-c", script], root, env_extra=_tool_env(root, index))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "applied (built in)" in run.stdout and "2 passed" in run.stdout
     (whl,) = (root / "wheels").glob("demo-1.0+ck.*.whl")
@@ -279,7 +283,8 @@ def test_readme_docker_wheel_workflow_runs(tmp_path: Path) -> None:
     build, run_cmd = _dockerfile_runs(_as_demo([match.group(1)]))
     assert "COPY wheels/ wheels/" in match.group(1) and "compatkit verify" in run_cmd
     root = _sample_project(tmp_path)
-    host = _sh(["bash", "-c", build], root, env_extra=_tool_env(root))
+    with local_index([root / "wheels" / "demo-1.0-py3-none-any.whl"]) as index:
+        host = _sh(["bash", "-c", build], root, env_extra=_tool_env(root, index))
     assert host.returncode == 0, host.stderr
     app = tmp_path / "app"  # what the COPY lines put in the image
     (app / "wheels").mkdir(parents=True)

@@ -14,7 +14,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 import compatkit
-from conftest import Demo
+from conftest import PATCH_GREET, PATCH_UTIL, Demo, write_patchset
 
 SCHEMA = SchemaVersion.V1_6
 SRC_ROOT = Path(compatkit.__file__).resolve().parent.parent
@@ -85,7 +85,55 @@ def test_the_wheel_carries_its_sbom(
     assert {p["name"]: p["value"] for p in root["properties"]}["compatkit:built-in"] == "true"
 
 
-MISSING = """
+def test_patches_come_in_series_order_with_ordinals_and_diff_urls(
+    demo: Demo, tmp_path: Path
+) -> None:
+    url = "https://example.org/demo/pull/7"
+    first = PATCH_GREET.replace("Patch-Id: patch-1", f"Patch-Id: patch-10\nOrigin: backport, {url}")
+    write_patchset(demo.patchsets, patches={"0001.patch": first, "0002.patch": PATCH_UTIL})
+    assert demo.run("apply", "demo-fix")[0] == 0
+    code, out, _ = demo.run("sbom")
+    assert code == 0
+    demo_c = _component(valid(out), "demo")
+    patches = demo_c["pedigree"]["patches"]
+    ids = [p["resolves"][0]["id"] for p in patches]
+    assert ids == ["demo-fix:patch-10", "demo-fix:patch-2"], "the series' order, not sorted"
+    props = {p["name"]: p["value"] for p in demo_c["properties"]}
+    assert props["compatkit:ordinal:demo-fix:patch-10"] == "1"
+    assert props["compatkit:ordinal:demo-fix:patch-2"] == "2"
+    assert patches[0]["diff"]["url"] == url and "url" not in patches[1]["diff"]
+    assert patches[0]["resolves"][0]["references"] == [url]
+
+
+def _runtime_patches(doc: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    demo_c = _component(doc, "demo")
+    ids = [p["resolves"][0]["id"] for p in demo_c.get("pedigree", {}).get("patches", [])]
+    return ids, {p["name"]: p["value"] for p in demo_c.get("properties", [])}
+
+
+def test_runtime_folders_patches_are_listed(demo: Demo, tmp_path: Path) -> None:
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    assert _runtime_patches(valid(demo.run("sbom")[1]))[0] == [], "not active: not on a path"
+    code, out, _ = demo.run("sbom", "--runtime", str(root))
+    ids, props = _runtime_patches(valid(out))
+    assert code == 0 and ids == ["demo-fix:patch-1", "demo-fix:patch-2"]
+    assert props["compatkit:delivery"] == f"runtime {root.resolve()}"
+    assert (
+        props["compatkit:built-in"] == "false"
+        and props["compatkit:ordinal:demo-fix:patch-2"] == "2"
+    )
+    assert demo.run("runtime", "uninstall", "--dir", str(root))[0] == 0
+    active = tmp_path / "rt-pth"
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(active), "--pth")
+    assert code == 0, err
+    ids, props = _runtime_patches(valid(demo.run("sbom")[1]))
+    assert ids == ["demo-fix:patch-1", "demo-fix:patch-2"], "the .pth starts it: active"
+    code, _, err = demo.run("sbom", "--runtime", str(tmp_path / "nothing"))
+    assert code == 2 and "holds no compatkit runtime" in err
+
+
+NO_EXTRA = """
 import sys
 sys.modules["cyclonedx"] = None  # as if compatkit[sbom] were not installed
 from compatkit.cli import main
@@ -93,20 +141,12 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_without_the_extra_one_line_and_a_wheel_without_sbom(demo: Demo, tmp_path: Path) -> None:
-    base = [sys.executable, "-c", MISSING, "--python", demo.venv.python]
+def test_sbom_needs_no_optional_library(demo: Demo, tmp_path: Path) -> None:
+    assert demo.run("apply", "demo-fix")[0] == 0
+    base = [sys.executable, "-c", NO_EXTRA, "--python", demo.venv.python]
     base += ["--patchset-dir", str(demo.patchsets)]
     env = {"PYTHONPATH": str(SRC_ROOT), "COMPATKIT_NO_INDEX": "1", "PATH": "/usr/bin:/bin"}
     run = subprocess.run([*base, "sbom"], capture_output=True, text=True, env=env)
-    assert run.returncode == 1 and run.stdout == ""
-    assert run.stderr == (
-        "compatkit: error: compatkit sbom needs cyclonedx-python-lib: "
-        "pip install 'compatkit[sbom]'\n"
-    )
-    out = tmp_path / "o"
-    cmd = [*base, "wheel", "demo-fix", "-o", str(out), "--wheel-dir", str(demo.wheel.parent)]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
-    assert "no SBOM in the wheel (.dist-info/sboms/): pip install 'compatkit[sbom]'" in run.stdout
-    (whl,) = out.glob("*.whl")
-    assert not [n for n in zipfile.ZipFile(whl).namelist() if "/sboms/" in n]
+    doc = valid(run.stdout)
+    assert len(_component(doc, "demo")["pedigree"]["patches"]) == 2

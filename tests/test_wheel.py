@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import subprocess
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import compatkit
 from compatkit import wheelfile
 from compatkit.errors import CompatkitError
+from compatkit.ops import wheel as wheel_ops
 from compatkit.records import Record, hash_bytes
 from conftest import DEMO_FILES, PATCH_GREET, UV, Demo, Venv, build_wheel, write_patchset
 
@@ -198,12 +205,156 @@ def test_scripts_keep_their_executable_bit(demo: Demo, tmp_path: Path) -> None:
                 info.external_attr = 0o100755 << 16
             zout.writestr(info, zin.read(info.filename))
     mode_fixed.replace(src)
-    code, _, err = demo.run(
-        "wheel", "demo-fix", "-o", str(tmp_path / "o"), "--wheel-dir", str(wheels)
-    )
+    args = ["wheel", "demo-fix", "-o", str(tmp_path / "o"), "--wheel-dir", str(wheels)]
+    code, out, err = demo.run("--json", *args)
+    assert code == 0 and json.loads(out)["source"] != str(src), "no script in the release"
+    shutil.rmtree(tmp_path / "o")  # that one came from uv's cache: the demo without a script
+    demo.venv.install(src, "uv", "--reinstall", "--link-mode", "copy")  # now the release
+    code, out, err = demo.run("--json", *args)
     assert code == 0, err
+    doc = json.loads(out)
+    assert doc["proof"] == "the installed RECORD" and doc["source"] == str(src), "its script too"
     (whl,) = (tmp_path / "o").glob("*.whl")
     with zipfile.ZipFile(whl) as zf:
         modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
     (script,) = [n for n in modes if n.endswith("demo-run")]
     assert script.startswith("demo-1.0+ck.") and modes[script] == 0o100755
+
+
+ELSEWHERE = """
+import sys
+sys.modules["cyclonedx"] = None  # as if compatkit[sbom] were not installed
+import compatkit
+compatkit.__version__ = "99.1.0"  # as if another release of compatkit built it
+from compatkit.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_bytes_depend_on_neither_the_extra_nor_compatkits_version(
+    demo: Demo, tmp_path: Path
+) -> None:
+    here = built(demo, tmp_path / "here").read_bytes()
+    env = {
+        "PYTHONPATH": str(Path(compatkit.__file__).resolve().parent.parent),
+        "COMPATKIT_NO_INDEX": "1",
+        "COMPATKIT_CACHE_DIR": str(tmp_path / "ck-cache"),
+        "PATH": "/usr/bin:/bin",
+    }
+    out = tmp_path / "there"
+    cmd = [sys.executable, "-c", ELSEWHERE, "--python", demo.venv.python]
+    cmd += ["--patchset-dir", str(demo.patchsets), "wheel", "demo-fix", "-o", str(out)]
+    cmd += ["--wheel-dir", str(demo.wheel.parent)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    (whl,) = out.glob("*.whl")
+    assert whl.read_bytes() == here
+    with zipfile.ZipFile(whl) as zf:
+        sbom = next(zf.read(n) for n in zf.namelist() if n.endswith("/sboms/compatkit.cdx.json"))
+    tool = json.loads(sbom)["metadata"]["tools"]["components"][0]
+    assert "version" not in tool and compatkit.__version__.encode() not in sbom
+    assert tool["properties"] == [
+        {"name": "compatkit:wheel-format", "value": str(wheel_ops.WHEEL_FORMAT)}
+    ]
+
+
+def test_the_format_number_is_in_the_name(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = built(demo, tmp_path / "a")
+    monkeypatch.setattr(wheel_ops, "WHEEL_FORMAT", wheel_ops.WHEEL_FORMAT + 1)
+    bumped = built(demo, tmp_path / "b")
+    assert bumped.name != first.name, "a new format never reuses a file name"
+
+
+def _uv(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    drop = ("VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX")
+    env = {k: v for k, v in os.environ.items() if k not in drop} | {"UV_PYTHON": sys.executable}
+    cmd = [UV or "uv", *args, "--offline", "-q"]
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
+
+
+def _project(demo: Demo, root: Path, whl: Path, requirement: str) -> None:
+    write_patchset(root / "patchsets")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "sample"\nversion = "0"\nrequires-python = ">=3.10"\n'
+        f'dependencies = ["{requirement}"]\n\n[tool.uv]\npackage = false\n\n'
+        f'[tool.uv.sources]\ndemo = {{ path = "wheels/{whl.name}" }}\n\n'
+        '[tool.compatkit]\npatchsets = ["demo-fix"]\npatchset-dirs = ["patchsets"]\n'
+    )
+
+
+@needs_uv
+def test_the_lockfile_pins_the_patched_wheel_and_refuses_another(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sample"
+    whl = built(demo, root / "wheels")
+    _project(demo, root, whl, "demo==1.0")
+    assert _uv(root, "lock").returncode == 0
+    digest = hashlib.sha256(whl.read_bytes()).hexdigest()
+    assert f"sha256:{digest}" in (root / "uv.lock").read_text()
+    run = _uv(root, "sync", "--locked")
+    assert run.returncode == 0, run.stderr
+    venv = Venv(root / ".venv")
+    here = Demo(venv, root / "patchsets", demo.wheel, demo.capsys)
+    monkeypatch.chdir(root)
+    assert here.run("verify")[0] == 0, "the project's [tool.compatkit] set, built in"
+    before = venv.snapshot()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # other bytes, the same name
+    code, _, err = demo.run("wheel", "demo-fix", "-o", str(root / "wheels"), "--force",
+                            "--wheel-dir", str(demo.wheel.parent))  # fmt: skip
+    assert code == 0 and hashlib.sha256(whl.read_bytes()).hexdigest() != digest, err
+    run = _uv(root, "sync", "--locked", "--reinstall")
+    assert run.returncode != 0 and "hash" in run.stderr.lower(), run.stderr
+    assert venv.snapshot() == before, "nothing of the other wheel was installed"
+
+
+@needs_uv
+def test_an_upgrade_past_the_patched_wheel_names_the_next_step(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sample"
+    whl = built(demo, root / "wheels")
+    _project(demo, root, whl, "demo==1.0")
+    assert _uv(root, "sync").returncode == 0
+    run = _uv(root, "add", "demo==2.0")  # the path source stays: uv keeps 1.0+ck.…
+    assert run.returncode == 0, run.stderr
+    assert '"demo==2.0"' in (root / "pyproject.toml").read_text()
+    venv = Venv(root / ".venv")
+    assert next(venv.site.glob("demo-1.0+ck.*.dist-info")), "uv kept the patched wheel"
+    here = Demo(venv, root / "patchsets", demo.wheel, demo.capsys)
+    monkeypatch.chdir(root)
+    code, _, err = here.run("verify")
+    assert code == 1 and "the installed patched wheel is not what the project asks for" in err
+    assert "asks for demo==2.0: demo 1.0+ck." in err and "built with demo-fix" in err
+    assert "compatkit upstream" in err and "compatkit wheel" in err
+    assert "drop the path source" in err and "reinstall" not in err
+    code, out, _ = here.run("status")
+    assert code == 0 and "warning: " in out and "asks for demo==2.0: demo 1.0+ck." in out
+    write_patchset(root / "patchsets", name="demo-fix-2", specifier="==2.0")
+    code, _, err = here.run("verify", "demo-fix-2")
+    assert code == 1 and "demo-fix-2: demo 1.0+ck." in err and "not demo==2.0" in err
+    assert "compatkit wheel" in err and "reinstall" not in err
+    code, out, _ = here.run("status", "demo-fix-2")
+    assert code == 0 and "built with demo-fix, not demo==2.0" in out
+    assert "drop the path source" in out
+
+
+# The demo wheel's sha256 per wheel format, with the zlib that deflated it (another deflate
+# implementation may compress differently). A change to what compatkit wheel writes that
+# fails this test needs WHEEL_FORMAT bumped and a line in docs/delivery.md, in that commit.
+GOLDEN = {2: ("1.2.13", "a70cc569b5a240dc957dc0fc905496d8dfef587755c25af8d37d3eaff88445c1")}
+
+
+def test_a_change_of_bytes_comes_with_a_format_bump(demo: Demo, tmp_path: Path) -> None:
+    import zlib
+
+    zlib_version, expected = GOLDEN[wheel_ops.WHEEL_FORMAT]  # KeyError: record the new format
+    if zlib_version != zlib.ZLIB_RUNTIME_VERSION:
+        pytest.skip(f"zlib {zlib.ZLIB_RUNTIME_VERSION}, not {zlib_version}")
+    whl = built(demo, tmp_path / "out")
+    assert hashlib.sha256(whl.read_bytes()).hexdigest() == expected, (
+        "compatkit wheel's bytes changed: bump WHEEL_FORMAT (ops/wheel.py) and say why in "
+        "docs/delivery.md"
+    )

@@ -73,7 +73,8 @@ def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
 
         if cmd == "list":
             return status.list_patchsets(registry, env, out)
-        return status.status(registry, env, args.patchset, out)
+        pyproject = getattr(args, "project_pyproject", None)
+        return status.status(registry, env, args.patchset, out, pyproject)
     if cmd == "explain":
         from compatkit.commands.explain import explain
 
@@ -116,7 +117,7 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if cmd == "sbom":
         from compatkit.commands.sbom import sbom
 
-        return sbom(registry, env, args.output, out)
+        return sbom(registry, env, args.output, out, args.runtimes)
     raise AssertionError(cmd)
 
 
@@ -160,6 +161,7 @@ def _run(args: Namespace, out: Any) -> int:
     no_name = args.command in ("apply", "verify") and not args.patchset
     if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:
         return _project(args, config, registry, env, out)
+    args.project_pyproject = config.path if config else None  # status: the upgrade check
     return _dispatch(args, registry, env, out)
 
 
@@ -186,7 +188,8 @@ def _run_authoring(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if args.command == "wheel":
         from compatkit.commands.wheel import wheel
 
-        return wheel(registry, env, args.patchset, args.out_dir, wheels, out)
+        where = (args.patchset, args.out_dir, wheels, out, args.sha256, args.force)
+        return wheel(registry, env, *where)
     from compatkit.commands import diff, lint, rebase
 
     dirs = args.patchset_dir

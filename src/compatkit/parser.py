@@ -316,10 +316,27 @@ def _build_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
         "-o", "--out-dir", metavar="DIR", type=Path, default=Path("dist"), help="default: dist"
     )
     p.add_argument("--offline", action="store_true", help="never download the pristine wheel")
+    p.add_argument(
+        "--sha256",
+        metavar="HEX",
+        help="the source wheel's sha256 (what proves it the release when it is not installed)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace an output wheel that has other bytes"
+    )
     _wheel_options(p)
 
     p = add("sbom", "write a CycloneDX SBOM of the environment, patches included")
     p.add_argument("--format", choices=["cyclonedx"], default="cyclonedx")
+    p.add_argument(
+        "--runtime",
+        dest="runtimes",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        default=[],
+        help="include the patches the runtime folder DIR serves (repeatable)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", type=Path, help="default: stdout")
 
 

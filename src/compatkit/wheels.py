@@ -8,8 +8,7 @@ installed anywhere. Every file read is checked against the RECORD hash it must h
 own RECORD, and for ``compatkit diff`` the installed RECORD too, because a file hand-edited
 through one of uv's hardlinks also changed the copy in uv's cache.
 
->>> Tree("t", {"pkg/m.py": "sha256=x"}, lambda p: b"x").owns("pkg/m.py")
-True
+The copies themselves are :class:`compatkit.wheeltree.Tree` objects.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import sys
 import tempfile
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +37,8 @@ from packaging.version import InvalidVersion, Version
 
 from compatkit import atomic
 from compatkit.errors import CompatkitError
-from compatkit.records import Record, hash_bytes
+from compatkit.records import hash_bytes
+from compatkit.wheeltree import Corrupt, NotAZip, Tree, tree_from_dir, tree_from_wheel
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -49,73 +49,6 @@ def cache_dir() -> Path:
     from compatkit.cache import base_dir
 
     return base_dir()
-
-
-@dataclass(frozen=True)
-class Tree:
-    """One wheel's files: ``record`` maps each path to its RECORD hash ("" when it has none)."""
-
-    label: str
-    record: dict[str, str]
-    reader: Callable[[str], bytes | None]
-    executable: Callable[[str], bool] = lambda path: False
-
-    def owns(self, path: str) -> bool:
-        return path in self.record
-
-    def read(self, path: str) -> bytes | None:
-        """The file's bytes; None if the wheel has no such file; raises if they are corrupt."""
-        if path not in self.record:
-            return None
-        data = self.reader(path)
-        expected = self.record[path]
-        if data is None or (expected and hash_bytes(data) != expected):
-            raise _Corrupt(f"{self.label}: {path} does not match the wheel's RECORD")
-        return data
-
-
-class _Corrupt(Exception):
-    pass
-
-
-def _record_of(names: list[str], read: Callable[[str], bytes | None]) -> dict[str, str]:
-    infos = [n for n in names if n.endswith(".dist-info/RECORD") and n.count("/") == 1]
-    if len(infos) != 1:
-        return {}
-    raw = read(infos[0])
-    rows = Record.parse(raw).rows if raw else ()
-    return {r.path: r.hash for r in rows if r.path and not r.path.startswith("..")}
-
-
-def tree_from_wheel(path: Path) -> Tree:
-    def read(name: str) -> bytes | None:
-        with zipfile.ZipFile(path) as zf:
-            try:
-                return zf.read(name)
-            except KeyError:
-                return None
-
-    with zipfile.ZipFile(path) as zf:
-        names = zf.namelist()
-        modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
-    return Tree(str(path), _record_of(names, read), read, lambda n: bool(modes.get(n, 0) & 0o111))
-
-
-def tree_from_dir(root: Path) -> Tree:
-    def read(name: str) -> bytes | None:
-        try:
-            return (root / name).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-
-    def executable(name: str) -> bool:
-        try:
-            return bool((root / name).stat().st_mode & 0o111)
-        except OSError:
-            return False
-
-    infos = [f"{p.name}/RECORD" for p in root.glob("*.dist-info")]
-    return Tree(str(root), _record_of(infos, read), read, executable)
 
 
 def _wheel_matches(filename: str, name: str, version: str | None) -> Version | None:
@@ -182,6 +115,7 @@ class WheelSource:
     index: bool = True
     python: str | None = None  # the interpreter whose pip downloads (its tags pick the wheel)
     notes: list[str] = field(default_factory=list)
+    _hashes: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def configure(
@@ -212,9 +146,15 @@ class WheelSource:
                     found.append((ver, whl))
         return found
 
+    def _wheel_tree(self, path: Path) -> Iterator[Tree]:
+        try:
+            yield tree_from_wheel(path)
+        except NotAZip as exc:
+            self.notes.append(str(exc))
+
     def _cached_trees(self, name: str, version: str) -> Iterator[Tree]:
         for _, whl in self._local_wheels(name, version):
-            yield tree_from_wheel(whl)
+            yield from self._wheel_tree(whl)
         uv = _uv_cache()
         archive = uv / "archive-v0" if uv else None
         if archive is not None and archive.is_dir():
@@ -228,17 +168,18 @@ class WheelSource:
             try:
                 with zipfile.ZipFile(body) as zf:
                     infos = {n.split("/", 1)[0] for n in zf.namelist() if ".dist-info/" in n}
-            except (zipfile.BadZipFile, OSError):
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError):
                 continue
             for info in infos:
                 if info.lower().startswith(prefix) and _info_matches(info, name, version):
-                    yield tree_from_wheel(body)
+                    yield from self._wheel_tree(body)
 
     def trees(self, name: str, version: str) -> Iterator[Tree]:
-        """Every available copy of ``name==version``'s wheel; a download comes last."""
+        """Every available copy of ``name==version``'s wheel; a download comes last. A
+        ``*.whl`` that is no zip archive is skipped, with a note."""
         yield from self._cached_trees(name, version)
         if self.index:
-            yield tree_from_wheel(self.download(name, version))
+            yield from self._wheel_tree(self.download(name, version))
 
     # -- the index --------------------------------------------------------------------------
 
@@ -251,6 +192,19 @@ class WheelSource:
         except Exception as exc:  # network errors come in many types
             raise CompatkitError(f"cannot read {url}: {exc}") from None
         return files
+
+    def index_hashes(self, name: str, version: str) -> set[str]:
+        """The sha256 digests (hex) the index lists for ``name==version``'s wheels."""
+        if (name, version) in self._hashes:
+            return self._hashes[name, version]
+        found = set()
+        for f in self._simple(name) if self.index else []:
+            hashes = f.get("hashes")
+            fname = str(f.get("filename", ""))
+            if isinstance(hashes, dict) and _wheel_matches(fname, name, version) is not None:
+                found.add(str(hashes.get("sha256", "")).lower())
+        self._hashes[name, version] = found - {""}
+        return self._hashes[name, version]
 
     def versions(self, name: str) -> list[Version]:
         """Every version of ``name`` known locally and, unless offline, on the index."""
@@ -348,9 +302,12 @@ def pristine(
     """
     problems: list[str] = []
     for tree in src.trees(name, version):
+        if tree.problems:
+            problems.append(f"{tree.label}: {tree.problems[0]}")
+            continue
         try:
             files = {p: tree.read(p) for p in paths}
-        except _Corrupt as exc:
+        except Corrupt as exc:
             problems.append(str(exc))
             continue
         wrong = [p for p, h in (expect or {}).items() if h and hash_bytes(files[p] or b"") != h]
@@ -361,36 +318,3 @@ def pristine(
     where = "" if src.index else " (offline: no download tried)"
     problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
     raise CompatkitError(f"cannot get the pristine files of {name} {version}", problems)
-
-
-@dataclass(frozen=True)
-class WholeWheel:
-    """Every file of one released wheel, in its RECORD's order, each checked against it."""
-
-    label: str
-    files: dict[str, bytes]
-    executable: frozenset[str]
-
-
-def whole_wheel(src: WheelSource, name: str, version: str) -> WholeWheel:
-    """All files of ``name==version``'s wheel from the first intact copy (see :func:`pristine`);
-    raises CompatkitError listing every copy that was tried."""
-    problems: list[str] = []
-    for tree in src.trees(name, version):
-        if not tree.record:
-            problems.append(f"{tree.label}: no RECORD")
-            continue
-        try:
-            files = {p: tree.read(p) for p in tree.record}
-        except _Corrupt as exc:
-            problems.append(str(exc))
-            continue
-        missing = [p for p, data in files.items() if data is None and not p.endswith("/RECORD")]
-        if missing:
-            problems.append(f"{tree.label}: {', '.join(missing[:3])} missing")
-            continue
-        present = {p: d for p, d in files.items() if d is not None}
-        return WholeWheel(tree.label, present, frozenset(p for p in present if tree.executable(p)))
-    where = "" if src.index else " (offline: no download tried)"
-    problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
-    raise CompatkitError(f"cannot get the pristine wheel of {name} {version}", problems)

@@ -1,4 +1,5 @@
-"""``compatkit sbom [--format cyclonedx] [-o FILE]``: the environment's CycloneDX SBOM."""
+"""``compatkit sbom [--format cyclonedx] [--runtime DIR] [-o FILE]``: the environment's
+CycloneDX SBOM, with the patches applied, built in or served by runtime folders."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 from pathlib import Path
 
 from compatkit import atomic
-from compatkit.ops.sbom import environment_document, require
+from compatkit.ops.sbom import environment_document
 from compatkit.output import Output
 from compatkit.registry import Registry
 from compatkit.target import Environment
@@ -17,10 +18,10 @@ def sbom(
     env: Environment,
     output: Path | None,
     out: Output | None = None,
+    runtimes: list[Path] | None = None,
 ) -> int:
     out = out or Output()
-    require()
-    result = environment_document(registry, env)
+    result = environment_document(registry, env, runtimes)
     if output is None:  # the document is the output (JSON already): --json changes nothing
         sys.stdout.write(result.document)
         out.json_mode = False

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from compatkit.ops.inspect import inspect_patchset, where
 from compatkit.output import Output
 from compatkit.registry import Registry
-from compatkit.target import Environment
+from compatkit.target import Dist, Environment
 
 
 def status(
-    registry: Registry, env: Environment, names: list[str], out: Output | None = None
+    registry: Registry,
+    env: Environment,
+    names: list[str],
+    out: Output | None = None,
+    pyproject: Path | None = None,
 ) -> int:
     out = out or Output()
     out.doc["patchsets"] = []
+    wheels: list[str] = []  # distributions installed as patched wheels
     for name in names or registry.names():
         ps = registry.get(name)
         found_here = inspect_patchset(ps, env)
@@ -44,7 +51,27 @@ def status(
             ["patch", "title", "state", "detail"],
             rows,
         )
+        if dist is not None and "ck." in dist.version:  # a patched wheel?
+            wheels.append(ps.distribution)
+            _wheel_hint(out, dist, ps.target, state is None and summary == "not applicable")
+    if pyproject is not None and wheels:
+        from compatkit.wheelpin import project_mismatches
+
+        moved = project_mismatches(pyproject, env, wheels)
+        out.doc["project_mismatches"] = moved
+        for line in moved:
+            out.line(f"warning: {line}", style="yellow")
     return 0
+
+
+def _wheel_hint(out: Output, dist: Dist, wanted: str, stale: bool) -> None:
+    """A patchset aimed elsewhere than the installed patched wheel: the next step."""
+    from compatkit.wheelpin import stale_wheel
+
+    hint = stale_wheel(dist, wanted) if stale else None
+    if hint:
+        out.doc["patchsets"][-1]["next_step"] = hint
+        out.line(f"  {hint}", style="yellow")
 
 
 def list_patchsets(registry: Registry, env: Environment, out: Output | None = None) -> int:

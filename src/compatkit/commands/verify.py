@@ -46,7 +46,15 @@ def verify_here(
     """``compatkit verify`` with no name: the project's ``[tool.compatkit]`` set that fits,
     or without a project what is applied here (:func:`compatkit.ops.verify.unnamed`)."""
     names, selection, why = ops.unnamed(config, registry, env)
-    if selection is not None:
+    if selection is not None and config is not None:
+        from compatkit.wheelpin import project_mismatches
+
+        targets = [registry.get(n).distribution for n in selection.chosen]
+        moved = project_mismatches(config.path, env, targets)
+        if moved:
+            raise CompatkitError(
+                "the installed patched wheel is not what the project asks for", moved
+            )
         out.lines(selection.notices())
         if selection.skipped:
             out.doc["skipped"] = selection.skipped_doc()

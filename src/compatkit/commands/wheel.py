@@ -1,10 +1,10 @@
-"""``compatkit wheel PATCHSET [-o DIR]``: the target's wheel with the patchset built in."""
+"""``compatkit wheel PATCHSET [-o DIR] [--sha256 HEX] [--force]``: the target's wheel with the
+patchset built in."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from compatkit.ops.sbom import INSTALL_HINT
 from compatkit.ops.wheel import build_wheel
 from compatkit.output import Output
 from compatkit.registry import Registry
@@ -19,9 +19,11 @@ def wheel(
     out_dir: Path,
     wheels: WheelSource,
     out: Output | None = None,
+    sha256: str | None = None,
+    force: bool = False,
 ) -> int:
     out = out or Output()
-    result = build_wheel(registry, env, name, out_dir, wheels)
+    result = build_wheel(registry, env, name, out_dir, wheels, sha256, force)
     out.doc.update(
         ok=True,
         patchset=name,
@@ -33,6 +35,7 @@ def wheel(
         applied=result.applied,
         files=result.files,
         source=result.source,
+        proof=result.proof,
         sbom=result.sbom,
         unchanged=result.unchanged,
         notes=wheels.notes,
@@ -45,7 +48,6 @@ def wheel(
         f"{len(result.applied)} patches, {len(result.files)} files)",
         style="green",
     )
+    out.line(f"from {result.source} (proven by {result.proof})")
     out.line(f"sha256={result.sha256}")
-    if result.sbom is None:
-        out.line(f"no SBOM in the wheel (.dist-info/sboms/): {INSTALL_HINT} adds it")
     return 0

@@ -1,23 +1,21 @@
 """CycloneDX SBOMs whose patched components carry ``pedigree.patches`` (``compatkit sbom``).
 
-Built with cyclonedx-python-lib, the optional extra ``compatkit[sbom]``: it is imported only
-here, inside the functions that need it, never on the start-up path of other commands. Each
-patch of an applied (or built-in) patchset becomes a CycloneDX patch of type ``unofficial``
-with its diff, resolving one issue named after the patch (its title, symptom and cause, and
-the URLs of its ``Origin`` / ``Forwarded`` headers as references). The pristine release is the
-component's ``pedigree.ancestors``.
+Each patch of a patchset applied (``apply``), built in (a patched wheel) or served by a
+runtime folder (``runtime install``, ``exec``) becomes a CycloneDX patch of type
+``unofficial``, in series order with its ordinal, carrying its diff, ``diff.url`` (the first URL
+of its ``Origin`` header) and the issue it resolves (its title, symptom and cause, and the URLs
+of its ``Origin`` / ``Forwarded`` headers). The pristine release is ``pedigree.ancestors``.
+The JSON is written by :mod:`compatkit.sbomdoc` (standard library only).
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from compatkit import __version__
+from compatkit import sbomdoc
 from compatkit.errors import CompatkitError
 from compatkit.names import canonical_name
 from compatkit.patchset import Patch, Patchset
@@ -26,35 +24,26 @@ from compatkit.state import State, states_of
 from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
-if TYPE_CHECKING:
-    from cyclonedx.model.component import Component
-
-INSTALL_HINT = "pip install 'compatkit[sbom]'"
 FORMATS = ("cyclonedx",)
-_URL = re.compile(r"https?://[^\s,;)]+")
 _OUR_LABEL = re.compile(r"[+.]ck\.[0-9a-f]+$")
 
 
-def available() -> bool:
-    try:
-        import cyclonedx  # noqa: F401  # a small package __init__; the model loads on use
-    except ImportError:
-        return False
-    return True
-
-
-def require() -> None:
-    if not available():
-        raise CompatkitError(f"compatkit sbom needs cyclonedx-python-lib: {INSTALL_HINT}")
-
-
 class Applied(Value):
-    """One patchset in a component: its state there, and the patchset if it is known here."""
+    """One patchset in a component: how it got there, its patches in the order applied, and
+    the patchset if it is known here (same digest)."""
 
-    __slots__ = ("state", "patchset")
+    __slots__ = ("name", "version", "digest", "how", "ids", "patchset")
 
-    def __init__(self, state: State, patchset: Patchset | None) -> None:
-        self.state, self.patchset = state, patchset
+    def __init__(
+        self, name: str, version: str, digest: str, how: str, ids: list[str], ps: Patchset | None
+    ) -> None:
+        self.name, self.version, self.digest, self.how = name, version, digest, how
+        self.ids, self.patchset = ids, ps
+
+    @classmethod
+    def of_state(cls, state: State, ps: Patchset | None) -> Applied:
+        how = "built in" if state.built_in else "applied"
+        return cls(state.patchset, state.version, state.digest, how, state.applied, ps)
 
 
 class SbomResult(Value):
@@ -69,103 +58,52 @@ class SbomResult(Value):
         self.unknown = unknown  # applied patchsets not found here: no diffs for them
 
 
-def _purl(name: str, version: str) -> Any:
-    from packageurl import PackageURL
-
-    return PackageURL("pypi", name=canonical_name(name), version=version)
-
-
-def _issue(ps_name: str, patch: Patch | None, pid: str) -> Any:
-    from cyclonedx.model import XsUri
-    from cyclonedx.model.issue import IssueClassification, IssueType
-
+def _info(ps_name: str, patch: Patch | None, pid: str) -> sbomdoc.PatchInfo:
     if patch is None:
-        return IssueType(type=IssueClassification.DEFECT, id=f"{ps_name}:{pid}")
+        return sbomdoc.PatchInfo(f"{ps_name}:{pid}")
     fields = patch.fields
     text = "\n".join(f"{k.title()}: {fields[k]}" for k in ("symptom", "cause") if fields.get(k))
-    urls = _URL.findall(" ".join(fields.get(k, "") for k in ("origin", "forwarded")))
-    return IssueType(
-        type=IssueClassification.DEFECT,
-        id=f"{ps_name}:{pid}",
-        name=patch.title or None,
-        description=text or None,
-        references=[XsUri(u) for u in dict.fromkeys(urls)],
-    )
+    origin = sbomdoc.urls(fields.get("origin", ""))
+    refs = sbomdoc.urls(" ".join(fields.get(k, "") for k in ("origin", "forwarded")))
+    return sbomdoc.PatchInfo(f"{ps_name}:{pid}", patch.title, text, patch.diff_text, origin, refs)
 
 
-def _patches(applied: Applied) -> Iterator[Any]:
-    from cyclonedx.model import AttachedText
-    from cyclonedx.model.component import Diff, Patch, PatchClassification
-
-    ps, state = applied.patchset, applied.state
-    for pid in state.applied:
-        patch = ps.patch(pid) if ps is not None else None
-        diff = Diff(text=AttachedText(content=patch.diff_text)) if patch is not None else None
-        resolves = [_issue(state.patchset, patch, pid)]
-        yield Patch(type=PatchClassification.UNOFFICIAL, diff=diff, resolves=resolves)
+def _series(a: Applied) -> list[str]:
+    """The applied ids in series order (the patchset's, when it is known here)."""
+    if a.patchset is None:
+        return list(a.ids)
+    return [i for i in a.patchset.ids if i in a.ids] + [i for i in a.ids if i not in a.patchset.ids]
 
 
-def _properties(applied: list[Applied]) -> list[Any]:
-    from cyclonedx.model import Property
-
-    out = []
-    for a in applied:
-        s = a.state
-        out.append(Property(name="compatkit:patchset", value=f"{s.patchset} {s.version}"))
-        out.append(Property(name="compatkit:patchset-digest", value=s.digest))
-        out.append(Property(name="compatkit:built-in", value=str(s.built_in).lower()))
-    return out
-
-
-def component(name: str, version: str, applied: list[Applied]) -> Component:
+def component(name: str, version: str, applied: list[Applied]) -> dict[str, object]:
     """A PyPI library component; with ``applied``, its pedigree: ancestor and patches."""
-    from cyclonedx.model.component import Component, ComponentType, Pedigree
-
-    purl = _purl(name, version)
-    pedigree = None
-    if applied:
-        base = _OUR_LABEL.sub("", version)
-        ancestor = Component(name=name, version=base, purl=_purl(name, base))
-        patches = [p for a in applied for p in _patches(a)]
-        pedigree = Pedigree(ancestors=[ancestor], patches=patches)
-    return Component(
-        type=ComponentType.LIBRARY,
-        name=name,
-        version=version,
-        purl=purl,
-        bom_ref=purl.to_string(),
-        pedigree=pedigree,
-        properties=_properties(applied),
-    )
+    if not applied:
+        return sbomdoc.component(name, version)
+    patches, props = [], []
+    for a in applied:
+        ps = a.patchset
+        patches += [_info(a.name, ps.patch(i) if ps else None, i) for i in _series(a)]
+        props += [
+            ("compatkit:patchset", f"{a.name} {a.version}"),
+            ("compatkit:patchset-digest", a.digest),
+            ("compatkit:built-in", str(a.how == "built in").lower()),
+            ("compatkit:delivery", a.how),
+        ]
+    base = _OUR_LABEL.sub("", version)
+    return sbomdoc.component(name, version, base, patches, props)
 
 
-def _render(
-    components: list[Component], root: Component | None, serial: uuid.UUID, when: datetime
+def wheel_document(
+    ps: Patchset, name: str, base: str, version: str, epoch: int, wheel_format: int
 ) -> str:
-    from cyclonedx.model.bom import Bom, BomMetaData
-    from cyclonedx.model.component import Component as C
-    from cyclonedx.model.component import ComponentType
-    from cyclonedx.model.tool import ToolRepository
-    from cyclonedx.output import make_outputter
-    from cyclonedx.schema import OutputFormat, SchemaVersion
-
-    tool = C(type=ComponentType.APPLICATION, name="compatkit", version=__version__)
-    meta = BomMetaData(tools=ToolRepository(components=[tool]), component=root, timestamp=when)
-    bom = Bom(components=components, serial_number=serial, metadata=meta)
-    if root is not None:
-        bom.register_dependency(root, [])
-    out = make_outputter(bom, OutputFormat.JSON, SchemaVersion.V1_6)
-    return out.output_as_string(indent=2) + "\n"
-
-
-def wheel_document(ps: Patchset, name: str, base: str, version: str, epoch: int) -> str:
-    """The patched wheel's own SBOM (PEP 770): the same bytes for the same input."""
-    require()
-    state = State(ps.name, ps.version, ps.digest, ps.distribution, version, ps.ids)
-    state.built_in = True
-    root = component(name, version, [Applied(state, ps)])
-    serial = uuid.uuid5(uuid.NAMESPACE_URL, f"compatkit:{canonical_name(name)}=={version}")
-    return _render([], root, serial, datetime.fromtimestamp(epoch, timezone.utc))
+    """The patched wheel's own SBOM (PEP 770): its bytes depend only on the patchset, the
+    versions, ``epoch`` and ``wheel_format`` (never on compatkit's version)."""
+    applied = Applied(ps.name, ps.version, ps.digest, "built in", ps.ids, ps)
+    root = component(name, version, [applied])
+    serial = str(uuid.uuid5(uuid.NAMESPACE_URL, f"compatkit:{canonical_name(name)}=={version}"))
+    when = datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    tool = [("compatkit:wheel-format", str(wheel_format))]
+    return sbomdoc.document([], root, serial, when, tool)
 
 
 def distributions(env: Environment) -> list[Dist]:
@@ -179,25 +117,73 @@ def distributions(env: Environment) -> list[Dist]:
     return list(seen.values())
 
 
-def _known(registry: Registry, state: State) -> Patchset | None:
+def _known(registry: Registry, name: str, digest: str) -> Patchset | None:
     """The patchset exactly as applied (same digest), if this registry has it."""
-    if state.patchset not in registry.names():
+    if name not in registry.names():
         return None
-    ps = registry.get(state.patchset)
-    return ps if ps.digest == state.digest else None
+    ps = registry.get(name)
+    return ps if ps.digest == digest else None
 
 
-def environment_document(registry: Registry, env: Environment) -> SbomResult:
-    """The SBOM of every distribution in ``env``; patched ones carry their patches."""
-    require()
+def active_runtimes(env: Environment) -> list[Path]:
+    """The runtime folders that ``env``'s site-packages start (their ``.pth`` form)."""
+    from compatkit.runtime.install import MARKER
+
+    found = []
+    for base in env.paths:
+        for pth in sorted(Path(base).glob("*.pth")):
+            try:
+                lines = pth.read_text("utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if len(lines) > 1 and lines[0].startswith(MARKER):
+                found.append(Path(lines[1].strip()))
+    return list(dict.fromkeys(found))
+
+
+def runtime_patchsets(registry: Registry, root: Path) -> dict[str, list[Applied]]:
+    """What the runtime folder ``root`` serves, by distribution name (canonical): read from
+    its manifest through :func:`compatkit.runtime.install.read_manifest`, its only reader."""
+    from compatkit.runtime.install import read_manifest
+
+    manifest = read_manifest(root)
+    out: dict[str, list[Applied]] = {}
+    try:
+        for ps in manifest["patchsets"]:
+            name, digest = str(ps["name"]), str(ps["digest"])
+            a = Applied(
+                name,
+                str(ps["version"]),
+                digest,
+                f"runtime {root}",
+                list(ps["patches"]),
+                _known(registry, name, digest),
+            )
+            out.setdefault(canonical_name(str(ps["distribution"])), []).append(a)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CompatkitError(f"{root}: malformed runtime manifest ({exc})") from None
+    return out
+
+
+def environment_document(
+    registry: Registry, env: Environment, runtimes: list[Path] | None = None
+) -> SbomResult:
+    """The SBOM of every distribution in ``env``; patched ones carry their patches (applied,
+    built in, or served by ``runtimes`` and the runtime folders ``env`` starts)."""
+    served: dict[str, list[Applied]] = {}
+    for root in dict.fromkeys([*(runtimes or []), *active_runtimes(env)]):
+        for dist_name, sets in runtime_patchsets(registry, root).items():
+            served.setdefault(dist_name, []).extend(sets)
     components, patched, unknown = [], [], []
     for dist in distributions(env):
-        applied = [Applied(s, _known(registry, s)) for s in states_of(dist)]
+        states = states_of(dist)
+        applied = [Applied.of_state(s, _known(registry, s.patchset, s.digest)) for s in states]
+        applied += served.get(canonical_name(dist.name), [])
         components.append(component(dist.name, dist.version, applied))
         for a in applied:
-            patched.append(f"{dist.name} {dist.version}: {a.state.patchset}")
+            patched.append(f"{dist.name} {dist.version}: {a.name} ({a.how})")
             if a.patchset is None:
-                unknown.append(a.state.patchset)
-    when = datetime.now(timezone.utc).replace(microsecond=0)
-    doc = _render(components, None, uuid.uuid4(), when)
+                unknown.append(a.name)
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc = sbomdoc.document(components, None, str(uuid.uuid4()), when)
     return SbomResult(doc, len(components), patched, unknown)

@@ -12,7 +12,7 @@ from compatkit.checks import requirement_problems
 from compatkit.config import ProjectConfig
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.registry import Registry
-from compatkit.target import Environment
+from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
 
@@ -47,6 +47,13 @@ class Selection(Value):
         return [{"patchset": s.patchset, "why": s.why} for s in self.skipped]
 
 
+def _with_wheel_hint(problem: str, wanted: str, dist: Dist | None) -> str:
+    from compatkit.wheelpin import stale_wheel
+
+    hint = stale_wheel(dist, wanted)
+    return f"{problem}; {hint}" if hint else problem
+
+
 def select(config: ProjectConfig, registry: Registry, env: Environment) -> Selection:
     """The configured patchsets that fit; raise on mismatches under the strict policy."""
     if not config.patchsets:
@@ -60,7 +67,7 @@ def select(config: ProjectConfig, registry: Registry, env: Environment) -> Selec
         problems = requirement_problems(ps, env, dist)
         if dist is None or not ps.specifier.contains(dist.version, prereleases=True):
             if config.policy == "strict":
-                errors.append(f"{name}: {problems[0]}")
+                errors.append(f"{name}: {_with_wheel_hint(problems[0], ps.target, dist)}")
             skipped.append(Skipped(name, problems[0], mismatch=True))
         elif problems:
             skipped.append(Skipped(name, problems[0], mismatch=False))

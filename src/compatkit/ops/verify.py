@@ -31,6 +31,8 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
         return [f"{name}: its target distribution is not installed"]
     with Session.open(dist) as s:
         state = s.state(name)
+        if state is None and (moved := _moved_on(registry, name, dist)):
+            return [moved]
         if state is None:
             lost = (
                 ""
@@ -52,6 +54,19 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
                 f"({state.version} -> {ps.version}); run compatkit apply {name}"
             )
     return found
+
+
+def _moved_on(registry: Registry, name: str, dist: Dist) -> str | None:
+    """A patched wheel of another version than ``name`` targets: say so, and what to do."""
+    from compatkit.checks import target_problem
+
+    ps = registry.get(name) if name in registry.names() else None
+    if ps is None or target_problem(ps, dist) is None:
+        return None
+    from compatkit.wheelpin import stale_wheel
+
+    hint = stale_wheel(dist, f"{ps.distribution}{ps.specifier_text}")
+    return f"{name}: {hint}" if hint else None
 
 
 def _hash_row(dist: Dist, row: Row) -> str | None:

@@ -4,8 +4,13 @@ The pristine wheel comes from :func:`compatkit.wheels.whole_wheel` (the same cop
 and ``lint`` use, every file checked against its RECORD). The series is planned with
 :func:`compatkit.plan.plan_apply` on an in-memory view of the wheel, so containment, start-up
 code and hunk matching are the checks ``apply`` makes, and the state it writes is the one
-``status``, ``verify`` and ``explain`` read, marked ``built_in``. The version gets the local
-label ``ck.<patchset digest>``, and the same patchset and wheel give the same bytes.
+``status``, ``verify`` and ``explain`` read, marked ``built_in``.
+
+The bytes depend only on the pristine wheel, the patchset's content, ``SOURCE_DATE_EPOCH`` and
+:data:`WHEEL_FORMAT`; never on compatkit's version or on which optional libraries are installed.
+The version's local label ``ck.<16 hex>`` hashes the format number with the patchset's digest,
+so a format change (made only on purpose, and documented in docs/delivery.md) also changes the
+file name, and a lockfile never sees two different wheels under one name.
 """
 
 from __future__ import annotations
@@ -21,10 +26,15 @@ from compatkit.patchset import Patchset
 from compatkit.paths import check_relpath
 from compatkit.plan import Overlay, plan_apply
 from compatkit.registry import Registry
+from compatkit.state import states_of
 from compatkit.target import Dist, Environment, _headers
 from compatkit.value import Value
-from compatkit.wheels import WheelSource, WholeWheel, whole_wheel
+from compatkit.wheelproof import Proof, WholeWheel, whole_wheel
+from compatkit.wheels import WheelSource
 
+# 1: the SBOM carried compatkit's version (cyclonedx-python-lib); 2: compatkit's own JSON,
+# the format number instead of the version, the label hashing the format with the digest
+WHEEL_FORMAT = 2
 LABEL_PREFIX = "ck."
 _OUR_LABEL = re.compile(r"[+.]ck\.[0-9a-f]+$")
 _SIGNATURES = ("RECORD.jws", "RECORD.p7s")  # they sign the pristine RECORD: no longer true
@@ -43,6 +53,7 @@ class WheelResult(Value):
         "source",
         "sbom",
         "unchanged",
+        "proof",
     )
 
     def __init__(
@@ -55,12 +66,13 @@ class WheelResult(Value):
         applied: list[str],
         files: list[str],
         source: str,
-        sbom: str | None,  # the SBOM's path inside the wheel (None: cyclonedx missing)
+        sbom: str,  # the SBOM's path inside the wheel
         unchanged: bool,  # the same bytes were already there
+        proof: str,  # what proved the source wheel the release
     ) -> None:
         self.path, self.name, self.version, self.base_version = path, name, version, base_version
         self.sha256, self.applied, self.files, self.source = sha256, applied, files, source
-        self.sbom, self.unchanged = sbom, unchanged
+        self.sbom, self.unchanged, self.proof = sbom, unchanged, proof
 
 
 class MemoryFiles:
@@ -168,25 +180,75 @@ def date_epoch() -> int:
     return max(int(raw), wheelfile.ZIP_EPOCH)
 
 
-def _add_sbom(ps: Patchset, w: _Renamed, base: str, version: str, epoch: int) -> str | None:
+def label(ps: Patchset) -> str:
+    """``ck.`` and 16 hex digits of the wheel format and the patchset's content."""
+    text = f"compatkit-wheel-format-{WHEEL_FORMAT}\n{ps.digest}\n"
+    return LABEL_PREFIX + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _add_sbom(ps: Patchset, w: _Renamed, base: str, version: str, epoch: int) -> str:
     """PEP 770: the wheel's own CycloneDX document under ``.dist-info/sboms/``."""
     from compatkit.ops import sbom
 
-    if not sbom.available():
-        return None
     path = f"{w.info}/sboms/{SBOM_NAME}"
-    w.files[path] = sbom.wheel_document(ps, w.name, base, version, epoch).encode()
+    doc = sbom.wheel_document(ps, w.name, base, version, epoch, WHEEL_FORMAT)
+    w.files[path] = doc.encode()
     return path
 
 
+def proof_for(env: Environment, distribution: str, base: str, sha256: str | None) -> Proof:
+    """What may prove a source wheel the release: ``sha256`` (the user's), else the installed
+    RECORD when ``base`` is installed here and compatkit has not patched it."""
+    if sha256 is not None:
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+            raise UsageError(f"--sha256 {sha256!r}: not 64 hex digits")
+        return Proof(sha256=sha256)
+    dist = env.find(distribution)
+    if dist is None or dist.version != base:
+        return Proof(installed_note=f"{distribution} {base} is not installed here")
+    if states_of(dist):
+        note = f"{distribution} {base} here is patched by compatkit"
+        return Proof(installed_note=note)
+    rows = dist.read_record().rows
+    return Proof(installed={r.path: r.hash for r in rows if r.path})
+
+
+def _write(path: Path, data: bytes, force: bool) -> bool:
+    """Write the wheel; True if the same bytes were already there. Other bytes under the
+    same name are replaced only with ``force`` (a lockfile may pin the old ones)."""
+    try:
+        if path.read_bytes() == data:
+            return True
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CompatkitError(f"cannot read {path} ({exc.strerror})") from None
+    else:
+        if not force:
+            raise CompatkitError(
+                f"{path} exists with other bytes: pass --force to replace it "
+                "(a lockfile that pins its hash will then refuse the new one)"
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write(path, data)
+    return False
+
+
 def build_wheel(
-    registry: Registry, env: Environment, name: str, out_dir: Path, src: WheelSource
+    registry: Registry,
+    env: Environment,
+    name: str,
+    out_dir: Path,
+    src: WheelSource,
+    sha256: str | None = None,
+    force: bool = False,
 ) -> WheelResult:
     ps = registry.get(name)
     epoch = date_epoch()  # bad input is refused before anything is fetched or written
     base = base_version(ps, env)
-    whole = whole_wheel(src, ps.distribution, base)
-    version = wheelfile.local_version(base, LABEL_PREFIX + ps.digest[:16])
+    proof = proof_for(env, ps.distribution, base, sha256)
+    whole = whole_wheel(src, ps.distribution, base, proof)
+    version = wheelfile.local_version(base, label(ps))
     w = _renamed(whole, version)
     changed = _apply(ps, w.name, version, w.info, w.files)
     sbom_path = _add_sbom(ps, w, base, version, epoch)
@@ -194,11 +256,18 @@ def build_wheel(
     w.files[record] = wheelfile.regenerate_record(w.files, record, list(w.files))
     data = wheelfile.zip_bytes(w.files, w.executable, epoch)
     path = out_dir / wheelfile.wheel_name(w.name, version, w.files[f"{w.info}/WHEEL"])
-    unchanged = path.is_file() and path.read_bytes() == data
-    if not unchanged:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        atomic.write(path, data)
+    unchanged = _write(path, data, force)
     sha = hashlib.sha256(data).hexdigest()
     return WheelResult(
-        path, w.name, version, base, sha, ps.ids, changed, whole.label, sbom_path, unchanged
+        path,
+        w.name,
+        version,
+        base,
+        sha,
+        ps.ids,
+        changed,
+        whole.label,
+        sbom_path,
+        unchanged,
+        whole.proof,
     )
