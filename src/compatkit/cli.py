@@ -212,11 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args: Any = fast.parse(arguments)
     if args is None:
-        from compatkit.parser import parse
-
-        args = parse(arguments)
-        if args is None:
-            return EXIT_USAGE
+        args = _parse(arguments)
+        if isinstance(args, int):
+            return args
     else:
         args.command_line = []
     from compatkit.output import Output
@@ -243,11 +241,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     try:
-        out.emit()
+        out.emit(code, args.command)
         sys.stdout.flush()
     except BrokenPipeError:  # `compatkit status --json | head`: the work is done
         return _pipe_closed(code)
     return code
+
+
+def _parse(arguments: list[str]) -> Any:
+    """argparse's namespace, or the exit code of a usage error, --help or --version. With
+    --json, a usage error is also the JSON envelope on stdout (``ok`` false, ``error``)."""
+    from compatkit.parser import UsageExit, parse
+
+    try:
+        args = parse(arguments)
+    except UsageExit as exc:
+        if "--json" in arguments:
+            from compatkit.output import Output
+
+            out = Output(json_mode=True)
+            out.doc.update(ok=False, error=exc.message)
+            out.emit(EXIT_USAGE, exc.command)
+        return EXIT_USAGE
+    return EXIT_USAGE if args is None else args
 
 
 def _pipe_closed(code: int) -> int:

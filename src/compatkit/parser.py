@@ -48,14 +48,28 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
+    command: str | None = None  # the top parser: the command named on the line, if known
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(
-            EXIT_USAGE, f"compatkit: error: {_friendlier(message)} (see 'compatkit --help')\n"
-        )
+        command = self.prog.split()[1] if " " in self.prog else None
+        if command is None and message.startswith("unrecognized arguments"):
+            command = self.command  # the top parser finds a subcommand's unknown options
+        where = f"compatkit {command}" if command else "compatkit"
+        text = f"{_friendlier(message)} (see '{where} --help')"
+        sys.stderr.write(f"compatkit: error: {text}\n")
+        raise UsageExit(text, command)
+
+
+class UsageExit(SystemExit):
+    """A usage error argparse found, already printed on stderr (exit code 2)."""
+
+    def __init__(self, message: str, command: str | None) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message, self.command = message, command
 
 
 def _friendlier(message: str) -> str:
@@ -150,6 +164,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             cmds._name_parser_map[name] = _SKIPPED  # type: ignore[assignment]
             return _SKIPPED  # type: ignore[return-value]
         p = cmds.add_parser(name, help=help_text, description=help_text)
+        parser.command = only  # known: its unrecognized options point at its own --help
         _globals(p, sub=True)
         return p
 
@@ -330,6 +345,8 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
     args = parser.parse_args(argv)
     args.command_line = command_line
     if args.command is None:
+        if args.json:  # a script asked for JSON: the help text is not JSON
+            parser.error("no command given")
         parser.print_help()
         return None
     return args

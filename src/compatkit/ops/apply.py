@@ -51,9 +51,10 @@ def fitting_dist(ps: Patchset, env: Environment, force: bool) -> Dist:
     problems = requirement_problems(ps, env, dist)
     if dist is None:
         raise CompatkitError(f"{ps.name}: {problems[0]}")
-    if problems and not force:
+    if problems and not force:  # one line: what does not fit, and the way past it
         raise CompatkitError(
-            f"{ps.name} does not fit this environment: {problems[0]}", problems[1:]
+            f"{ps.name} does not fit this environment: {'; '.join(problems)} "
+            "(--force applies it anyway)"
         )
     return dist
 
