@@ -249,8 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parse(arguments: list[str]) -> Any:
-    """argparse's namespace, or the exit code of a usage error, --help or --version. With
-    --json, a usage error is also the JSON envelope on stdout (``ok`` false, ``error``)."""
+    """argparse's namespace, or EXIT_USAGE when no command was named (the help was printed).
+    A usage error exits 2 as argparse does; with --json it is also the JSON envelope on
+    stdout (``ok`` false, ``error``)."""
     from compatkit.parser import UsageExit, parse
 
     try:
@@ -262,7 +263,7 @@ def _parse(arguments: list[str]) -> Any:
             out = Output(json_mode=True)
             out.doc.update(ok=False, error=exc.message)
             out.emit(EXIT_USAGE, exc.command)
-        return EXIT_USAGE
+        raise  # SystemExit(2), as argparse itself exits
     return EXIT_USAGE if args is None else args
 
 
