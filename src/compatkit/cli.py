@@ -113,7 +113,7 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         if cmd == "completion":
             from compatkit.parser import build_parser
 
-            return completion.completion(build_parser(), args.shell)
+            return completion.completion(build_parser(), args.shell, out)
         return completion.names(registry, args.kind, out)
     if cmd == "matrix":
         return _matrix(args, registry, env, out)

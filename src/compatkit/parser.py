@@ -203,7 +203,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--discard", action="store_true", help="delete the journal, restore nothing")
 
     p = add("status", "show each patch's state in the target environment")
-    p.add_argument("patchset", nargs="*")
+    p.add_argument(
+        "patchset",
+        nargs="*",
+        help="the patchsets to show, each patch's state (default: every known patchset)",
+    )
     _runtime_option(p)
 
     add("list", "list the known patchsets")
@@ -222,7 +226,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p = add("upstream", "classify each patch against a newer release: upstream or still needed")
     p.add_argument("patchset")
-    p.add_argument("--against", metavar="DIST==VERSION", required=True)
+    p.add_argument(
+        "--against",
+        metavar="DIST==VERSION",
+        required=True,
+        help="the release to check, e.g. vllm==0.17.1 (installed in a throw-away venv)",
+    )
 
     p = add("matrix", "version matrix: run one cell, build the report, list CI jobs")
     p.add_argument("action", choices=["run", "report", "jobs"])
@@ -249,7 +258,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("patchset", nargs="+")
     p.add_argument("--address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS)")
     p.add_argument(
-        "--timeout", metavar="S", type=float, default=600.0, help="wait at most S s for all nodes"
+        "--timeout",
+        metavar="S",
+        type=float,
+        default=600.0,
+        help="wait at most S seconds for every node (default: %(default)g)",
     )
     p = add("completion", "print a bash or zsh completion script")
     p.add_argument("shell", choices=["bash", "zsh"])
@@ -281,7 +294,8 @@ def _runtime_option(p: argparse.ArgumentParser) -> None:
 
 def _runtime_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     p = add("exec", "run a command with patchsets applied at import time (PATCHSET... -- CMD...)")
-    p.add_argument("patchset", nargs="+")
+    p.usage = "%(prog)s [-h] [options] PATCHSET [PATCHSET ...] -- COMMAND [ARG ...]"
+    p.add_argument("patchset", nargs="+", help="the patchsets to apply at import time")
     p = add("runtime", "install or remove a runtime-mode hook (sitecustomize.py, or --pth)")
     p.add_argument("action", choices=["install", "uninstall"])
     p.add_argument("patchset", nargs="*", help="install: the patchsets to apply at import time")
@@ -324,7 +338,12 @@ def _build_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     _wheel_options(p)
 
     p = add("sbom", "write a CycloneDX SBOM of the environment, patches included")
-    p.add_argument("--format", choices=["cyclonedx"], default="cyclonedx")
+    p.add_argument(
+        "--format",
+        choices=["cyclonedx"],
+        default="cyclonedx",
+        help="the SBOM format: CycloneDX 1.6 JSON (default: cyclonedx, the only one)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", type=Path, help="default: stdout")
 
 

@@ -300,7 +300,8 @@ def _probe_key(exe: str) -> bytes:
     """Everything that could change the probe's answer: the interpreter path, the link and the
     binary it points to (a recreated venv or an upgraded Python changes their inode or times),
     the venv's pyvenv.cfg, the kernel (platform_release is a marker) and the probe itself."""
-    parts: list[object] = [_PROBE, os.path.abspath(exe), os.uname()]
+    home = (os.environ.get("PYTHONUSERBASE"), os.path.expanduser("~"))  # the user site
+    parts: list[object] = [_PROBE, os.path.abspath(exe), os.uname(), home]
     cfg = Path(exe).parent.parent / "pyvenv.cfg"
     for path, follow in ((exe, False), (exe, True), (str(cfg), True)):
         try:
