@@ -103,6 +103,7 @@ def _show_candidates(out: Output, found: list[tuple[Candidate, Patchset, Patch]]
 def explain(registry: Registry, env: Environment, query: str, out: Output | None = None) -> int:
     out = out or Output()
     matches, found = find(registry, _read_query(query))
+    out.doc["matches"] = []
     if found:
         _show_candidates(out, found)
         if not found[0][0].sure:
@@ -114,7 +115,6 @@ def explain(registry: Registry, env: Environment, query: str, out: Output | None
             out.line("No clear best match: 'compatkit explain PATCHSET:ID' tells one's story.")
         else:
             out.line("")
-    out.doc["matches"] = []
     for ps, patch, carriers in _one_story_per_id(matches, env):
         _story(out, env, ps, patch, carriers)
     return 0
