@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from compatkit import venvs
 from compatkit.output import Output, plain_table
 from compatkit.target import Environment
 from conftest import UV, Demo, run_cli
@@ -134,19 +133,24 @@ def test_pre_commit_snippets_pin_no_missing_tag() -> None:
 
 
 def _rows() -> list[list[str]]:
+    """The shape of `compatkit list`: names, versions, requirements, a free-text state."""
     return [
-        ["speculators040-vllm016", "1.1.0", "the four fixes speculators 0.4.0 still needs on vLLM"],
-        ["speculators-vllm016", "1.0.2", "patch-10 custom_worker: capture hidden states"],
-    ]
+        [name, "1.1.0", "speculators==0.4.0", "vllm<0.17,>=0.16, transformers<5,>=4.56", "6",
+         "not applicable (speculators is not installed)"]
+        for name in ("speculators040-vllm016", "speculators-vllm016")
+    ]  # fmt: skip
+
+
+COLUMNS = ["name", "version", "target", "requires", "patches", "here"]
 
 
 @pytest.mark.parametrize("width", [100, 80, 60, 40])
 def test_plain_tables_never_split_a_name(width: int) -> None:
-    text = plain_table("t", ["name", "version", "summary"], _rows(), width=width)
+    text = plain_table("t", COLUMNS, _rows(), width=width)
     words = text.split()
-    for name in ("speculators040-vllm016", "speculators-vllm016", "patch-10", "1.1.0"):
+    for name in ("speculators040-vllm016", "speculators-vllm016", "speculators==0.4.0", "1.1.0"):
         assert name in words, text
-    if width >= 60:  # the names fit: the free text wraps instead
+    if width >= 100:  # the names fit: the free text wraps instead
         assert max(len(line) for line in text.splitlines()) <= width, text
 
 
@@ -165,13 +169,17 @@ def test_piped_list_keeps_every_patchset_name_whole() -> None:
 def test_terminal_tables_never_split_a_name(width: int) -> None:
     from rich.console import Console
 
+    from compatkit.commands.status import list_patchsets
+    from compatkit.registry import Registry
+
     out = Output()
     buffer = StringIO()
     out.rich = True
     out._console = Console(file=buffer, width=width, color_system=None, highlight=False)
-    out.table("t", ["name", "version", "summary"], _rows())
-    words = re.split(r"[\s│┃]+", buffer.getvalue())
-    for name in ("speculators040-vllm016", "speculators-vllm016", "patch-10"):
+    list_patchsets(Registry([]), Environment.current(), out)
+    words = re.split(r"[\s│┃|]+", buffer.getvalue())
+    whole = ("speculators-vllm016", "speculators040-vllm016", "transformers<5,>=4.56")
+    for name in (*whole, "applicable"):  # nothing split, nothing cut off at the right
         assert name in words, buffer.getvalue()
 
 
@@ -254,7 +262,9 @@ def test_not_installed_names_the_interpreter_and_the_active_venv(
     demo: Demo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VIRTUAL_ENV", str(demo.venv.root))
-    assert venvs.active_venv() is None  # the test runner is no tool environment
+    from compatkit.venvs import active_venv
+
+    assert active_venv() is None  # the test runner is no tool environment
     code, _, err = run_cli(capsys, "verify", "--pristine", "demo")
     assert code == 1 and err.count("\n") == 1, err
     assert sys.executable in err and f"add --python {demo.venv.root}" in err

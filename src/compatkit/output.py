@@ -68,7 +68,10 @@ class Output:
         for row in rows:
             table.add_row(*[_style(cell) for cell in row])
         needed = sum(floors) + 3 * len(floors) + 1  # rich's borders and padding
-        self.console.print(table, width=max(self.console.width, needed))
+        if needed <= self.console.width:
+            self.console.print(table)
+        else:  # too narrow for the names: wider than the terminal (it wraps), never cut
+            self.console.print(table, width=needed, crop=False)
 
     def renderable(self, obj: Any) -> None:
         if self.rich:
