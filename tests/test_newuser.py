@@ -196,6 +196,19 @@ def test_explain_an_id_in_two_patchsets_tells_one_story(capsys: pytest.CaptureFi
     assert set(match["patchsets"]) == {"speculators-vllm016", "speculators-vllm017"}
 
 
+def test_the_story_told_is_the_one_that_fits_here(demo: Demo) -> None:
+    from conftest import write_patchset
+
+    write_patchset(demo.patchsets, name="a-demo2", specifier="==2.0")  # sorts first, misfits
+    code, out, _ = demo.run("explain", "patch-1")
+    assert code == 0 and out.count("Symptom:") == 1
+    first, second = out.splitlines()[:2]
+    assert first.startswith("patch-1 is in a-demo2 1.0.0, demo-fix 1.0.0, ") and (
+        "shown: demo-fix's (the others: explain a-demo2:patch-1, " in first
+    ), first
+    assert second == "patch-1: Greet politely"
+
+
 @pytest.mark.parametrize(
     "text",
     ["ModuleNotFoundError: No module named 'vllm'", "ImportError: cannot import name 'x' from 'y'"],

@@ -124,14 +124,22 @@ def _one_story_per_id(
     matches: list[Match], env: Environment
 ) -> list[tuple[Patchset, Patch, list[Patchset]]]:
     """One (patchset, patch) per patch id, with every patchset that carries that id: the
-    first whose target is installed here (else the first by name) tells the story."""
+    first that fits here (target and requirements), else the first whose target is
+    installed, else the first by name, tells the story."""
+    from compatkit.checks import requirement_problems
+
+    def rank(match: Match) -> int:
+        dist = env.find(match[0].distribution)
+        if dist is None:
+            return 2
+        return 1 if requirement_problems(match[0], env, dist) else 0
+
     by_id: dict[str, list[Match]] = {}
     for ps, patch in matches:
         by_id.setdefault(patch.id, []).append((ps, patch))
     chosen = []
     for same in by_id.values():
-        here = [m for m in same if env.find(m[0].distribution) is not None] or same
-        ps, patch = here[0]
+        ps, patch = min(same, key=rank) if len(same) > 1 else same[0]
         chosen.append((ps, patch, [m[0] for m in same]))
     return chosen
 
