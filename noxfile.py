@@ -68,14 +68,19 @@ def lint(session: nox.Session) -> None:
 
 
 def _real_env(
-    session: nox.Session, name: str, stack: list[str] = REAL_STACK, python: str = PYTHON
+    session: nox.Session,
+    name: str,
+    stack: list[str] = REAL_STACK,
+    python: str = PYTHON,
+    quiet: bool = False,
 ) -> str:
-    """A venv under .nox/_envs with ``stack`` installed (warm uv cache: seconds)."""
+    """A venv under .nox/_envs with ``stack`` installed (warm uv cache: seconds). ``quiet``
+    (the demo): uv's output (a line per package, about 200) only if the install fails."""
     venv = ROOT / ".nox" / "_envs" / name
     if not (venv / "bin" / "python").exists():
-        session.run("uv", "venv", "-q", "-p", python, str(venv), external=True)
-    # Not quiet: on an empty uv cache this is about 10 GB (vLLM pins a CUDA torch) and takes
-    # minutes; uv's own lines (resolved, prepared, installed) show it is working.
+        session.run("uv", "venv", "-q", "-p", python, str(venv), external=True, log=not quiet)
+    # Not quiet by default: on an empty uv cache this is about 10 GB (vLLM pins a CUDA torch)
+    # and takes minutes; uv's own lines (resolved, prepared, installed) show it is working.
     session.log(f"installing {' '.join(stack)} into {venv} (minutes on an empty uv cache)")
     # --link-mode hardlink on purpose: compatkit must never write through uv's hardlinks.
     session.run(
@@ -88,6 +93,8 @@ def _real_env(
         "hardlink",
         *stack,
         external=True,
+        silent=quiet,
+        log=not quiet,
     )
     return str(venv / "bin" / "python")
 
@@ -173,7 +180,8 @@ def runtime(session: nox.Session) -> None:
 
 def _site_packages(session: nox.Session, python: str) -> Path:
     code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    return Path(str(session.run(python, "-c", code, silent=True, external=True)).strip())
+    found = session.run(python, "-c", code, silent=True, external=True, log=False)
+    return Path(str(found).strip())
 
 
 def _snapshot(site: Path, dist_info: str) -> dict[str, bytes]:
@@ -186,11 +194,12 @@ def _snapshot(site: Path, dist_info: str) -> dict[str, bytes]:
 
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
-    """The README demo: status, apply, smoke, explain patch-6, revert, byte-identical check."""
-    session.install("-e", ".")
+    """The README demo: status, apply, smoke, explain patch-6, revert, byte-identical check.
+    Each step is shown once, as the command a user would type (tests/test_newuser.py)."""
+    session.install("-e", ".", silent=True)
     venv = ROOT / ".nox" / "_envs" / "demo"
-    session.run("rm", "-rf", str(venv), external=True)
-    target = _real_env(session, "demo")
+    session.run("rm", "-rf", str(venv), external=True, log=False)
+    target = _real_env(session, "demo", quiet=True)
     site = _site_packages(session, target)
     before = _snapshot(site, "speculators-0.3.0.dist-info")
     for step in (
@@ -201,8 +210,10 @@ def demo(session: nox.Session) -> None:
         ["explain", "patch-6"],
         ["revert", "speculators-vllm016"],
     ):
-        session.log(f"$ compatkit {' '.join(step)}")
-        session.run("compatkit", *step, "--python", target)
+        session.log(f"$ compatkit {' '.join(step)} --python {target}")
+        # speculators 0.3.0 warns (a pydantic field shadowing) when the smoke tests import it
+        quiet = {"PYTHONWARNINGS": "ignore::UserWarning"} if step[0] == "smoke" else None
+        session.run("compatkit", *step, "--python", target, log=False, env=quiet)
     after = _snapshot(site, "speculators-0.3.0.dist-info")
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
     if changed:

@@ -186,20 +186,21 @@ def test_readme_workflows_run(title: str, tmp_path: Path) -> None:
     root = _sample_project(tmp_path)
     (root / "requirements.txt").write_text(f"{root}/wheels/demo-1.0-py3-none-any.whl\npytest\n")
     script = "\n".join(_readme_block(title))
-    env_setup = (
-        f"set -e\ncd {root}\n{sys.executable} -m venv .venv\n"
-        f". .venv/bin/activate\npip install -q -e {ROOT}\n"
-    )
-    if title == "tool":  # compatkit in its own environment, the project's venv separate
-        env_setup = (
-            f"set -e\ncd {root}\n{sys.executable} -m venv .venv\n"
-            f"{sys.executable} -m venv /tmp/ck-tool-{os.getpid()}\n"
-            f"/tmp/ck-tool-{os.getpid()}/bin/pip install -q -e {ROOT}\n"
-            f"export PATH=/tmp/ck-tool-{os.getpid()}/bin:$PATH\n"
-        )
-    run = _sh(["bash", "-c", env_setup + script], root)
-    shutil.rmtree(f"/tmp/ck-tool-{os.getpid()}", ignore_errors=True)
+    # compatkit is not on PyPI: the blocks install it from COMPATKIT_SRC, a clone (this one)
+    env_setup = f"set -e\ncd {root}\n{sys.executable} -m venv .venv\n"
+    if title == "pip":
+        env_setup += ". .venv/bin/activate\n"
+    tools = tmp_path / "tools"  # `uv tool install` (the tool block) puts compatkit here
+    extra = {
+        "COMPATKIT_SRC": str(ROOT),
+        "UV_TOOL_DIR": str(tools / "envs"),
+        "UV_TOOL_BIN_DIR": str(tools / "bin"),
+        "PATH": f"{tools / 'bin'}:{Path(UV or 'uv').parent}:{os.environ['PATH']}",
+    }
+    run = _sh(["bash", "-c", env_setup + script], root, env_extra=extra)
     assert run.returncode == 0, run.stdout + run.stderr
+    if title == "tool":
+        assert (tools / "envs" / "compatkit" / "uv-receipt.toml").is_file()
     assert (
         "'hi ' + name"
         in next(root.glob(".venv/lib/python3*/site-packages/demo/greet.py")).read_text()
@@ -209,6 +210,8 @@ def test_readme_workflows_run(title: str, tmp_path: Path) -> None:
 def test_dockerfile_snippet_uses_the_tested_commands() -> None:
     docker = "\n".join(_readme_block("docker"))
     assert "-r requirements.txt" in docker and "compatkit apply" in docker
+    # compatkit is not on PyPI: the image installs the clone the build context holds
+    assert "COPY compatkit/ /opt/compatkit/" in docker and "/opt/compatkit \\" in docker
     assert "compatkit verify" in docker
 
 
@@ -291,8 +294,9 @@ def test_readme_docker_wheel_workflow_runs(tmp_path: Path) -> None:
     for whl in (root / "wheels").glob("demo-1.0+ck.*.whl"):
         shutil.copy(whl, app / "wheels")
     (app / "requirements.txt").write_text("demo==1.0\n")
-    assert "wheels/*.whl compatkit " in run_cmd
-    run_cmd = run_cmd.replace("wheels/*.whl compatkit ", f"wheels/*.whl {ROOT} ")  # this checkout
+    assert "wheels/*.whl /opt/compatkit " in run_cmd
+    assert "COPY compatkit/ /opt/compatkit/" in match.group(1)
+    run_cmd = run_cmd.replace("wheels/*.whl /opt/compatkit ", f"wheels/*.whl {ROOT} ")  # the clone
     script = f"set -e\n{sys.executable} -m venv /tmp/ck-img-{os.getpid()}\n"
     script += f". /tmp/ck-img-{os.getpid()}/bin/activate\n{run_cmd}\n"
     run = _sh(["bash", "-c", script], app)

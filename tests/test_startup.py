@@ -119,7 +119,7 @@ def test_fleet_without_ray_is_one_clear_line(demo: Demo, tmp_path: Path) -> None
         demo.venv, tmp_path, "fleet", "status", "demo-fix", "--patchset-dir", str(demo.patchsets)
     )
     assert code == 1, out
-    assert "compatkit: error: compatkit fleet needs Ray: pip install 'compatkit[ray]'" in out
+    assert "compatkit: error: compatkit fleet needs Ray beside compatkit: pip install 'ray[default]>=2.49'" in out
 
 
 def test_the_dist_info_scan_agrees_with_importlib_metadata(

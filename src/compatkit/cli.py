@@ -108,7 +108,7 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         if cmd == "completion":
             from compatkit.parser import build_parser
 
-            return completion.completion(build_parser(), args.shell)
+            return completion.completion(build_parser(), args.shell, out)
         return completion.names(registry, args.kind, out)
     if cmd == "matrix":
         return _matrix(args, registry, env, out)
@@ -209,11 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args: Any = fast.parse(arguments)
     if args is None:
-        from compatkit.parser import parse
-
-        args = parse(arguments)
-        if args is None:
-            return EXIT_USAGE
+        args = _parse(arguments)
+        if isinstance(args, int):
+            return args
     else:
         args.command_line = []
     from compatkit.output import Output
@@ -240,11 +238,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     try:
-        out.emit()
+        out.emit(code, args.command)
         sys.stdout.flush()
     except BrokenPipeError:  # `compatkit status --json | head`: the work is done
         return _pipe_closed(code)
     return code
+
+
+def _parse(arguments: list[str]) -> Any:
+    """argparse's namespace, or EXIT_USAGE when no command was named (the help was printed).
+    A usage error exits 2 as argparse does; with --json it is also the JSON envelope on
+    stdout (``ok`` false, ``error``)."""
+    from compatkit.parser import UsageExit, parse
+
+    try:
+        args = parse(arguments)
+    except UsageExit as exc:
+        if "--json" in arguments:
+            from compatkit.output import Output
+
+            out = Output(json_mode=True)
+            out.doc.update(ok=False, error=exc.message)
+            out.emit(EXIT_USAGE, exc.command)
+        raise  # SystemExit(2), as argparse itself exits
+    return EXIT_USAGE if args is None else args
 
 
 def _pipe_closed(code: int) -> int:

@@ -60,22 +60,51 @@ class Output:
             return
         from rich.table import Table
 
+        floors = _floors(columns, [[str(c) for c in r] for r in rows])
         table = Table(title=title, title_justify="left", show_lines=False)
-        for col in columns:
-            table.add_column(col, overflow="fold")
+        for col, floor in zip(columns, floors, strict=True):
+            # wraps at spaces; a word is folded only when it is longer than IDENTIFIER
+            table.add_column(col, overflow="fold", min_width=floor)
         for row in rows:
             table.add_row(*[_style(cell) for cell in row])
-        self.console.print(table)
+        needed = sum(floors) + 3 * len(floors) + 1  # rich's borders and padding
+        if needed <= self.console.width:
+            self.console.print(table)
+        else:  # too narrow for the names: wider than the terminal (it wraps), never cut
+            self.console.print(table, width=needed, crop=False)
 
     def renderable(self, obj: Any) -> None:
         if self.rich:
             self.console.print(obj)
 
-    def emit(self) -> None:
+    def emit(self, code: int = 0, command: str | None = None) -> None:
+        """With --json, print the envelope: ``ok``, ``command``, then the command's payload
+        (keys sorted). ``ok`` is false when the exit code is not 0, whatever the payload says."""
         if self.json_mode:
             import json  # only here: ≈ 1.5 ms of start-up for the commands run without --json
 
-            print(json.dumps(self.doc, indent=2, sort_keys=True, default=str))
+            print(json.dumps(envelope(self.doc, code, command), indent=2, default=str))
+
+
+def envelope(payload: dict[str, Any], code: int, command: str | None) -> dict[str, Any]:
+    """One shape for every command's JSON document.
+
+    >>> envelope({"patchsets": [], "ok": True}, 1, "verify")
+    {'ok': False, 'command': 'verify', 'patchsets': []}
+    """
+    ok = bool(payload.get("ok", True)) and code == 0
+    rest = {k: _sorted(v) for k, v in sorted(payload.items()) if k not in ("ok", "command")}
+    return {"ok": ok, "command": command, **rest}
+
+
+def _sorted(value: Any) -> Any:
+    """``value`` with every nested dict's keys in sorted order (json's sort_keys, but only
+    below the envelope's first two keys)."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def plain_table(
@@ -85,9 +114,11 @@ def plain_table(
     width: int | None = None,
 ) -> str:
     """Columns padded to their widest cell, the whole table at most ``width`` columns wide
-    ($COLUMNS, else 100): the widest columns are narrowed and their cells wrapped onto more
-    lines, so a CI log stays readable (``--json`` has every text on one line). Multi-line
-    cells keep only their first line.
+    ($COLUMNS, else 100): the widest columns are narrowed and their cells wrapped at spaces
+    onto more lines, so a CI log stays readable (``--json`` has every text on one line). A
+    word (a patchset name, a patch id, a version) is never split: a table whose words do not
+    fit is wider than ``width``; only words longer than IDENTIFIER (a path, a hash) may be
+    cut. Multi-line cells keep only their first line.
 
     >>> print(plain_table(None, ["id", "detail"], [["p1", "a b c d e f"]], width=10))
     id  detail
@@ -98,7 +129,7 @@ def plain_table(
     limit = width or _plain_width()
     cells = [list(columns)] + [[str(c).splitlines()[0] if c else "" for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    floor = [max(len(c), 6) for c in columns]
+    floor = _floors(columns, cells[1:])
     while sum(widths) + 2 * (len(widths) - 1) > limit:
         i = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
         if widths[i] <= floor[i]:
@@ -110,6 +141,18 @@ def plain_table(
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+IDENTIFIER = 40  # longer words are not names a user copies: they may be cut to fit
+
+
+def _floors(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    """How narrow each column may get: its header and its longest word (up to IDENTIFIER)."""
+    floors = []
+    for i, col in enumerate(columns):
+        words = [len(w) for row in rows for w in row[i].split() if len(w) <= IDENTIFIER]
+        floors.append(max([len(col), 6, *words]))
+    return floors
 
 
 def _wrapped_row(row: list[str], widths: list[int]) -> list[str]:

@@ -48,14 +48,28 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
+    command: str | None = None  # the top parser: the command named on the line, if known
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(
-            EXIT_USAGE, f"compatkit: error: {_friendlier(message)} (see 'compatkit --help')\n"
-        )
+        command = self.prog.split()[1] if " " in self.prog else None
+        if command is None and message.startswith("unrecognized arguments"):
+            command = self.command  # the top parser finds a subcommand's unknown options
+        where = f"compatkit {command}" if command else "compatkit"
+        text = f"{_friendlier(message)} (see '{where} --help')"
+        sys.stderr.write(f"compatkit: error: {text}\n")
+        raise UsageExit(text, command)
+
+
+class UsageExit(SystemExit):
+    """A usage error argparse found, already printed on stderr (exit code 2)."""
+
+    def __init__(self, message: str, command: str | None) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message, self.command = message, command
 
 
 def _friendlier(message: str) -> str:
@@ -150,6 +164,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             cmds._name_parser_map[name] = _SKIPPED  # type: ignore[assignment]
             return _SKIPPED  # type: ignore[return-value]
         p = cmds.add_parser(name, help=help_text, description=help_text)
+        parser.command = only  # known: its unrecognized options point at its own --help
         _globals(p, sub=True)
         return p
 
@@ -188,7 +203,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--discard", action="store_true", help="delete the journal, restore nothing")
 
     p = add("status", "show each patch's state in the target environment")
-    p.add_argument("patchset", nargs="*")
+    p.add_argument(
+        "patchset",
+        nargs="*",
+        help="the patchsets to show, each patch's state (default: every known patchset)",
+    )
     _runtime_option(p)
 
     add("list", "list the known patchsets")
@@ -207,7 +226,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p = add("upstream", "classify each patch against a newer release: upstream or still needed")
     p.add_argument("patchset")
-    p.add_argument("--against", metavar="DIST==VERSION", required=True)
+    p.add_argument(
+        "--against",
+        metavar="DIST==VERSION",
+        required=True,
+        help="the release to check, e.g. vllm==0.17.1 (installed in a throw-away venv)",
+    )
 
     p = add("matrix", "version matrix: run one cell, build the report, list CI jobs")
     p.add_argument("action", choices=["run", "report", "jobs"])
@@ -234,7 +258,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("patchset", nargs="+")
     p.add_argument("--address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS)")
     p.add_argument(
-        "--timeout", metavar="S", type=float, default=600.0, help="wait at most S s for all nodes"
+        "--timeout",
+        metavar="S",
+        type=float,
+        default=600.0,
+        help="wait at most S seconds for every node (default: %(default)g)",
     )
     p.add_argument(
         "--force",
@@ -276,7 +304,8 @@ def _runtime_option(p: argparse.ArgumentParser) -> None:
 
 def _runtime_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     p = add("exec", "run a command with patchsets applied at import time (PATCHSET... -- CMD...)")
-    p.add_argument("patchset", nargs="+")
+    p.usage = "%(prog)s [-h] [options] PATCHSET [PATCHSET ...] -- COMMAND [ARG ...]"
+    p.add_argument("patchset", nargs="+", help="the patchsets to apply at import time")
     p = add("runtime", "install or remove a runtime-mode hook (sitecustomize.py, or --pth)")
     p.add_argument("action", choices=["install", "uninstall"])
     p.add_argument("patchset", nargs="*", help="install: the patchsets to apply at import time")
@@ -327,7 +356,12 @@ def _build_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     _wheel_options(p)
 
     p = add("sbom", "write a CycloneDX SBOM of the environment, patches included")
-    p.add_argument("--format", choices=["cyclonedx"], default="cyclonedx")
+    p.add_argument(
+        "--format",
+        choices=["cyclonedx"],
+        default="cyclonedx",
+        help="the SBOM format: CycloneDX 1.6 JSON (default: cyclonedx, the only one)",
+    )
     p.add_argument(
         "--runtime",
         dest="runtimes",
@@ -357,6 +391,8 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
     args = parser.parse_args(argv)
     args.command_line = command_line
     if args.command is None:
+        if args.json:  # a script asked for JSON: the help text is not JSON
+            parser.error("no command given")
         parser.print_help()
         return None
     return args

@@ -7,7 +7,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from compatkit.errors import UsageError
@@ -52,8 +52,7 @@ class Registry:
         """The directory of patchset ``name``, without loading it."""
         locations = self._locations()
         if name not in locations:
-            known = ", ".join(sorted(locations)) or "none"
-            raise UsageError(f"unknown patchset {name!r} (known: {known})")
+            raise _unknown(name, locations)
         return locations[name]
 
     def get(self, name: str) -> Patchset:
@@ -61,8 +60,7 @@ class Registry:
             return self._cache[name]
         locations = self._locations()
         if name not in locations:
-            known = ", ".join(sorted(locations)) or "none"
-            raise UsageError(f"unknown patchset {name!r} (known: {known})")
+            raise _unknown(name, locations)
         patchset = load_patchset(locations[name])
         self._cache[name] = patchset
         return patchset
@@ -73,3 +71,13 @@ class Registry:
 
     def find_patch(self, patch_id: str) -> list[tuple[Patchset, Patch]]:
         return [(ps, p) for ps in self.all() for p in ps.patches if p.id == patch_id]
+
+
+def _unknown(name: str, known: Iterable[str]) -> UsageError:
+    """ "unknown patchset", with a "did you mean" when one name is close."""
+    from difflib import get_close_matches  # only on this error path
+
+    names = sorted(known)
+    close = get_close_matches(name, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return UsageError(f"unknown patchset {name!r}{hint}; known: {', '.join(names) or 'none'}")

@@ -24,6 +24,7 @@ FIELD_WEIGHTS = {"title": 1.0, "symptom": 1.0, "cause": 0.6, "fix": 0.4}
 PHRASE_FIELDS = ("symptom", "title")
 LAST_EXCEPTION, EXCEPTION, PLAIN, PATH = 3.0, 1.5, 1.0, 0.1
 FRAME_EXACT, FRAME_FILE, PHRASE_WORD, MIN_PHRASE = 8.0, 1.0, 0.8, 4
+SURE_WORDS = 3  # distinct words in common that make a match more than chance
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w.<>]+))?')
 _REF = re.compile(r"([\w.-]*\w\.py)(?:\"?, line |:)?(\d+)?((?:(?:, ?|-)?:?\d+)*)")
@@ -71,10 +72,14 @@ class Query(Value):
 
 
 class Candidate(Value):
-    __slots__ = ("key", "score", "why")
+    """A patch that matched: ``sure`` when the match rests on more than a word or two (an
+    exact frame, a phrase of MIN_PHRASE words, or SURE_WORDS distinct words), so a generic
+    error ("No module named 'vllm'") that shares two words with a patch is not taken for it."""
 
-    def __init__(self, key: str, score: float, why: tuple[str, ...]) -> None:
-        self.key, self.score, self.why = key, score, why
+    __slots__ = ("key", "score", "why", "sure")
+
+    def __init__(self, key: str, score: float, why: tuple[str, ...], sure: bool = True) -> None:
+        self.key, self.score, self.why, self.sure = key, score, why, sure
 
 
 def _stem(word: str) -> str:
@@ -269,6 +274,13 @@ def _word_score(query: Query, doc: Doc, idf: Mapping[str, float]) -> tuple[float
     return sum(h[0] for h in hits), [f"words: {shown}"]
 
 
+def _sure(query: Query, doc: Doc, phrase: float) -> bool:
+    """More than chance: an exact frame, a phrase, or SURE_WORDS distinct words in common."""
+    if phrase > 0 or any(f.line is not None and (f.file, f.line) in doc.refs for f in query.frames):
+        return True
+    return sum(1 for token in query.words if token in doc.weights) >= SURE_WORDS
+
+
 def rank(query: Query, docs: Sequence[Doc]) -> list[Candidate]:
     """Every doc that matches at all, best first (ties keep the order of ``docs``)."""
     idf = _idf(docs)
@@ -278,7 +290,7 @@ def rank(query: Query, docs: Sequence[Doc]) -> list[Candidate]:
         parts.append(_word_score(query, doc, idf))
         score = sum(s for s, _ in parts)
         if score > 0:
-            out.append(
-                Candidate(doc.key, round(score, 2), tuple(w for _, why in parts for w in why))
-            )
+            why = tuple(w for _, reasons in parts for w in reasons)
+            sure = _sure(query, doc, parts[1][0])
+            out.append(Candidate(doc.key, round(score, 2), why, sure))
     return sorted(out, key=lambda c: -c.score)

@@ -13,23 +13,27 @@ import os
 import sys
 from pathlib import Path
 
-from compatkit.errors import UsageError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.files import DiskFiles
 from compatkit.names import canonical_name
 from compatkit.records import Record
 from compatkit.value import Value
 
 _PROBE = r"""
-import json, os, platform, sys, sysconfig
+import json, os, platform, site, sys, sysconfig
 impl = sys.implementation
 v = impl.version
 iv = "%d.%d.%d" % (v.major, v.minor, v.micro)
 if v.releaselevel != "final":
     iv += v.releaselevel[0] + str(v.serial)
 paths = sysconfig.get_paths()
+# -I turns the user site off; without it, site.py keeps it on unless this is a venv without
+# the system site-packages (site.PREFIXES is then that venv alone) or a set-uid run
+user = site.PREFIXES != [sys.prefix] and os.getuid() == os.geteuid()
 print(json.dumps({
   "executable": sys.executable,
-  "paths": [paths["purelib"], paths["platlib"]],
+  "paths": [site.getusersitepackages()] * user + site.getsitepackages()
+    + [paths["purelib"], paths["platlib"]],
   "cache_tag": impl.cache_tag,
   "markers": {
     "implementation_name": impl.name, "implementation_version": iv,
@@ -119,17 +123,22 @@ class Environment(Value):
 
     @classmethod
     def current(cls) -> Environment:
+        """compatkit's own environment: every folder ``site`` put on ``sys.path`` for
+        distributions (the user site, Debian's dist-packages), in import order."""
+        import site
         import sysconfig  # here: with --python the target's interpreter answers (P1)
 
         paths = sysconfig.get_paths()
-        return cls(
-            sys.executable,
-            tuple(dict.fromkeys([paths["purelib"], paths["platlib"]])),
-            sys.implementation.cache_tag,
-        )
+        user = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
+        found = [*user, *site.getsitepackages(), paths["purelib"], paths["platlib"]]
+        return cls(sys.executable, tuple(dict.fromkeys(found)), sys.implementation.cache_tag)
 
     @classmethod
     def for_python(cls, python: str | None) -> Environment:
+        if python is None:
+            from compatkit.venvs import active_venv
+
+            python = active_venv()
         if python is None:
             return cls.current()
         from compatkit import cache
@@ -212,13 +221,26 @@ class Environment(Value):
         return None
 
     def require(self, name: str) -> Dist:
+        """The installed ``name``; else exit 1 (as ``apply`` does: the environment is not as
+        expected), naming the interpreter looked at and how to target another."""
         dist = self.find(name)
         if dist is None:
-            raise UsageError(f"{name} is not installed in {self.describe()}")
+            raise CompatkitError(f"{name} is not installed in {self.describe()}{self.hint()}")
         return dist
 
     def describe(self) -> str:
         return f"the environment of {self.executable}"
+
+    def hint(self) -> str:
+        """How to target another environment, when this one is compatkit's own."""
+        if self.executable != sys.executable:
+            return ""
+        from compatkit.venvs import other_venv
+
+        venv = other_venv()
+        if venv:
+            return f" (compatkit's own; the active venv is {venv}: add --python {venv})"
+        return " (compatkit's own; add --python PATH to target another interpreter or venv)"
 
 
 _INDEXES: dict[str, tuple[list[str], dict[str, list[str]]]] = {}
@@ -278,7 +300,8 @@ def _probe_key(exe: str) -> bytes:
     """Everything that could change the probe's answer: the interpreter path, the link and the
     binary it points to (a recreated venv or an upgraded Python changes their inode or times),
     the venv's pyvenv.cfg, the kernel (platform_release is a marker) and the probe itself."""
-    parts: list[object] = [_PROBE, os.path.abspath(exe), os.uname()]
+    home = (os.environ.get("PYTHONUSERBASE"), os.path.expanduser("~"))  # the user site
+    parts: list[object] = [_PROBE, os.path.abspath(exe), os.uname(), home]
     cfg = Path(exe).parent.parent / "pyvenv.cfg"
     for path, follow in ((exe, False), (exe, True), (str(cfg), True)):
         try:

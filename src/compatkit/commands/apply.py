@@ -67,7 +67,7 @@ def render(result: ApplyResult, out: Output) -> int:
             "was changed"
         )
         return 0
-    again = _replacing(replaced, ps.version)
+    again = _replacing(replaced, ps.version, ps.digest)
     left = f", excluded {', '.join(state.excluded)}" if state.excluded else ""
     out.line(
         f"{ps.name} {ps.version}: {verb} {len(state.applied)} patches to "
@@ -93,9 +93,13 @@ def _warn_startup(out: Output, ps: Patchset, applied: list[str], dry_run: bool) 
         )
 
 
-def _replacing(replaced: State | None, version: str) -> str:
+def _replacing(replaced: State | None, version: str, digest: str) -> str:
+    """Why an applied state was replaced: another version, an edit, or other exclusions."""
     if replaced is None:
         return ""
+    if replaced.digest == digest:  # the same patchset: only the excluded set changed
+        was = ", ".join(replaced.excluded) or "nothing"
+        return f" (replacing the applied {replaced.version}, which excluded {was})"
     if replaced.version == version:
-        return f" (replacing the applied {version}: the patchset was edited since)"
+        return f" (replacing the applied {replaced.version}: the patchset was edited since)"
     return f" (replacing {replaced.version})"

@@ -45,7 +45,8 @@ def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
                 yield from _actions(sub)
 
 
-def completion(parser: argparse.ArgumentParser, shell: str) -> int:
+def completion(parser: argparse.ArgumentParser, shell: str, out: Output | None = None) -> int:
+    """Print the script; with --json, the envelope holds it (``shell``, ``script``)."""
     import shtab
 
     for action in _actions(parser):
@@ -54,7 +55,11 @@ def completion(parser: argparse.ArgumentParser, shell: str) -> int:
             action.complete = {"bash": function, "zsh": function}  # type: ignore[attr-defined]
         elif action.dest in ("patchset_dir", "results", "report", "matrix", "docs", "config"):
             action.complete = shtab.DIRECTORY if action.dest != "matrix" else shtab.FILE  # type: ignore[attr-defined]
-    print(shtab.complete(parser, shell=shell, preamble=PREAMBLE[shell]))
+    script = shtab.complete(parser, shell=shell, preamble=PREAMBLE[shell])
+    if out is not None and out.json_mode:
+        out.doc.update(shell=shell, script=script)
+    else:
+        print(script)
     return 0
 
 

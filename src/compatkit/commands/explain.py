@@ -60,7 +60,8 @@ def _leaders(found: list[tuple[Candidate, Patchset, Patch]]) -> list[Match]:
 def find(
     registry: Registry, query: str
 ) -> tuple[list[Match], list[tuple[Candidate, Patchset, Patch]]]:
-    """(patches to explain in full, ranked candidates); an id query has no candidates."""
+    """(patches to explain in full, ranked candidates); an id query has no candidates. No
+    candidate is explained unless the best one is ``sure`` (see compatkit.search.Candidate)."""
     exact = _by_id(registry, query)
     if exact:
         return exact, []
@@ -69,7 +70,19 @@ def find(
     found = search(registry, query)
     if not found:
         raise CompatkitError("no patch's symptom, cause or fix matches this error text")
-    return _leaders(found), found
+    return (_leaders(found) if found[0][0].sure else []), found
+
+
+def _read_query(query: str) -> str:
+    """``-`` is standard input: a traceback piped in (``pytest ... 2>&1 | compatkit explain -``)."""
+    if query != "-":
+        return query
+    import sys
+
+    text = sys.stdin.read()
+    if not text.strip():
+        raise UsageError("explain -: nothing on standard input (pipe the error text in)")
+    return text
 
 
 def _show_candidates(out: Output, found: list[tuple[Candidate, Patchset, Patch]]) -> None:
@@ -77,7 +90,10 @@ def _show_candidates(out: Output, found: list[tuple[Candidate, Patchset, Patch]]
         {"patchset": ps.name, "id": p.id, "title": p.title, "score": c.score, "why": list(c.why)}
         for c, ps, p in found
     ]
-    out.line("Patches that match this error text, best first:", style="bold")
+    heading = "Patches that match this error text, best first:"
+    if not found[0][0].sure:
+        heading = "No patch matches this error text; the closest, for reference:"
+    out.line(heading, style="bold")
     for n, (c, ps, p) in enumerate(found, 1):
         out.line(f"{n}. {ps.name}:{p.id}  score {c.score:g}  {p.title}")
         for why in c.why:
@@ -86,30 +102,70 @@ def _show_candidates(out: Output, found: list[tuple[Candidate, Patchset, Patch]]
 
 def explain(registry: Registry, env: Environment, query: str, out: Output | None = None) -> int:
     out = out or Output()
-    matches, found = find(registry, query)
+    matches, found = find(registry, _read_query(query))
+    out.doc["matches"] = []
     if found:
         _show_candidates(out, found)
+        if not found[0][0].sure:
+            raise CompatkitError(
+                "no patch matches this error text: the candidates above share only a word or "
+                "two with it ('compatkit explain PATCHSET:ID' tells one's story)"
+            )
         if not matches:
             out.line("No clear best match: 'compatkit explain PATCHSET:ID' tells one's story.")
         else:
             out.line("")
-    out.doc["matches"] = []
-    for ps, patch in matches:
-        statuses = inspect_patchset(ps, env).statuses
-        here = next(s for s in statuses if s.id == patch.id)
-        out.doc["matches"].append(
-            {
-                "patchset": ps.name,
-                "id": patch.id,
-                "fields": patch.fields,
-                "state": here.status,
-                "detail": here.detail,
-                "startup_code": here.startup,  # also in detail: "start-up code: creates x.pth"
-                "diff": patch.diff_text,
-            }
-        )
-        _render(out, ps, patch, f"{here.status}{f' ({here.detail})' if here.detail else ''}")
+    for ps, patch, carriers in _one_story_per_id(matches, env):
+        _story(out, env, ps, patch, carriers)
     return 0
+
+
+def _one_story_per_id(
+    matches: list[Match], env: Environment
+) -> list[tuple[Patchset, Patch, list[Patchset]]]:
+    """One (patchset, patch) per patch id, with every patchset that carries that id: the
+    first that fits here (target and requirements), else the first whose target is
+    installed, else the first by name, tells the story."""
+    from compatkit.checks import requirement_problems
+
+    def rank(match: Match) -> int:
+        dist = env.find(match[0].distribution)
+        if dist is None:
+            return 2
+        return 1 if requirement_problems(match[0], env, dist) else 0
+
+    by_id: dict[str, list[Match]] = {}
+    for ps, patch in matches:
+        by_id.setdefault(patch.id, []).append((ps, patch))
+    chosen = []
+    for same in by_id.values():
+        ps, patch = min(same, key=rank) if len(same) > 1 else same[0]
+        chosen.append((ps, patch, [m[0] for m in same]))
+    return chosen
+
+
+def _story(
+    out: Output, env: Environment, ps: Patchset, patch: Patch, carriers: list[Patchset]
+) -> None:
+    statuses = inspect_patchset(ps, env).statuses
+    here = next(s for s in statuses if s.id == patch.id)
+    out.doc["matches"].append(
+        {
+            "patchset": ps.name,
+            "id": patch.id,
+            "patchsets": [c.name for c in carriers],  # every patchset with this id
+            "fields": patch.fields,
+            "state": here.status,
+            "detail": here.detail,
+            "startup_code": here.startup,  # also in detail: "start-up code: creates x.pth"
+            "diff": patch.diff_text,
+        }
+    )
+    if len(carriers) > 1:
+        names = ", ".join(f"{c.name} {c.version}" for c in carriers)
+        others = ", ".join(f"{c.name}:{patch.id}" for c in carriers if c is not ps)
+        out.line(f"{patch.id} is in {names}; shown: {ps.name}'s (the others: explain {others})")
+    _render(out, ps, patch, f"{here.status}{f' ({here.detail})' if here.detail else ''}")
 
 
 def reflow(text: str) -> str:

@@ -49,11 +49,12 @@ def fitting_dist(ps: Patchset, env: Environment, force: bool) -> Dist:
     """The installed target of ``ps``; raise if it or a requirement does not fit (unless forced)."""
     dist = env.find(ps.distribution)
     problems = requirement_problems(ps, env, dist)
-    if dist is None:
-        raise CompatkitError(f"{ps.name}: {problems[0]}")
-    if problems and not force:
+    if dist is None:  # which environment was looked at, and how to target another
+        raise CompatkitError(f"{ps.name}: {problems[0]} in {env.describe()}{env.hint()}")
+    if problems and not force:  # one line: what does not fit, and the way past it
         raise CompatkitError(
-            f"{ps.name} does not fit this environment: {problems[0]}", problems[1:]
+            f"{ps.name} does not fit this environment: {'; '.join(problems)} "
+            "(--force applies it anyway)"
         )
     return dist
 

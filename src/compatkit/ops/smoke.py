@@ -45,8 +45,23 @@ def require_pytest(env: Environment) -> None:
     if proc.returncode != 0:
         raise CompatkitError(
             f"pytest is not installed in the target environment ({env.executable}); "
-            f"install it there, e.g. '{env.executable} -m pip install pytest'"
+            f"install it there, e.g. '{install_hint(env.executable, 'pytest')}'"
         )
+
+
+def install_hint(python: str, package: str) -> str:
+    """The command that installs ``package`` for ``python``: uv's when uv made the venv (its
+    pyvenv.cfg has a ``uv`` key) or pip is not there (uv venvs have none), else pip's."""
+    cfg = Path(python).parent.parent / "pyvenv.cfg"
+    try:
+        keys = {line.partition("=")[0].strip() for line in cfg.read_text().splitlines()}
+    except (OSError, UnicodeDecodeError):
+        keys = set()
+    if "uv" not in keys:
+        pip = subprocess.run([python, "-c", "import pip"], capture_output=True)
+        if pip.returncode == 0:
+            return f"{python} -m pip install {package}"
+    return f"uv pip install --python {python} {package}"
 
 
 @dataclass(frozen=True)
