@@ -52,12 +52,12 @@ def _read(entry: Path) -> dict[str, object]:
     return doc
 
 
-def _sign(entry: Path, doc: object) -> None:
+def _sign(entry: Path, doc: dict[str, object]) -> None:
     """Write ``doc`` as compatkit would, signed with the folder's own key."""
     cachedir.write(str(entry.parent.parent), entry.parent.name, entry.name, marshal.dumps(doc))
 
 
-def _sign_with(entry: Path, doc: object, key: bytes) -> None:
+def _sign_with(entry: Path, doc: dict[str, object], key: bytes) -> None:
     """Write ``doc`` with a MAC under ``key`` (an attacker's own, or a stolen one)."""
     blob = marshal.dumps(doc)
     entry.write_bytes(
@@ -249,7 +249,7 @@ def test_forged_probe_toml_and_patchset_entries_are_ignored(
     spec = cache.entry("toml", (demo.patchsets / "demo-fix" / "patchset.toml").read_bytes())
     assert probe and toml and spec and probe.is_file() and toml.is_file() and spec.is_file()
     evil_site = str(tmp_path / "attacker-site")
-    forged = {
+    forged: dict[Path, dict[str, object]] = {
         probe: {**_read(probe), "paths": [evil_site], "executable": "/tmp/evil/python"},
         toml: {"tool": {"compatkit": {"patchsets": ["evil"], "patchset-dirs": ["/tmp/evil"]}}},
         spec: {
