@@ -18,8 +18,7 @@ agree with it. So ``verify`` does the apply again in memory:
 The state file, the backups and RECORD live together in ``.dist-info``: whoever can rewrite all
 three consistently can also rewrite the files, so this proves the bytes against the patch files
 and the recorded originals, not against the index (docs/security.md, "verify proves the bytes").
-
->>> problems_for = problems  # verify calls problems(patchset, dist, state, others)
+Used as ``problems(patchset, dist, state, other_states)``: an empty list is a proof.
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ def verify(
     )
     if hashes_only:
         out.line(
-            f"note: {', '.join(hashes_only)} checked against the hashes recorded at apply time "
-            "only: its patch files are not here to re-derive the bytes (--patchset-dir)"
+            f"note: {', '.join(hashes_only)} checked only against the hashes recorded at "
+            "apply time (no patch files here to re-derive the bytes from: --patchset-dir)"
         )
     return 0
 
