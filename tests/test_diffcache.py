@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit import cache, diffcache
+from compatkit import cachedir, diffcache
 from compatkit.diffparse import FileDiff, parse_diff
 from compatkit.errors import PatchFormatError
 from conftest import PATCH_GREET, PATCH_UTIL
@@ -37,7 +37,7 @@ def parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _doc(entry: Path) -> dict[str, object]:
-    doc = marshal.loads(entry.read_bytes()[len(cache.MAGIC) :])
+    doc = marshal.loads(entry.read_bytes()[len(cachedir.MAGIC) + cachedir.MAC_SIZE :])
     assert isinstance(doc, dict)
     return doc
 
@@ -65,11 +65,11 @@ def test_hits_misses_and_refusals(tmp_path: Path, parses: list[str]) -> None:
         {**good, "files": [["demo/x.py", "modify", [[*hunk[:8], 0]]]]},
         {**good, "files": [[b"demo/x.py", "modify", []]]},
     ]
-    for n, junk in enumerate(bad_docs, start=2):
-        entry.write_bytes(cache.MAGIC + marshal.dumps(junk))
+    for n, junk in enumerate(bad_docs, start=2):  # signed as compatkit would: checked anyway
+        cachedir.write(str(entry.parent.parent), "diff", entry.name, marshal.dumps(junk))
         assert diffcache.parse(TEXT, "t.patch") == first
         assert len(parses) == n, junk
-    entry.write_bytes(cache.MAGIC + marshal.dumps(good)[:-5])  # cut short
+    entry.write_bytes(entry.read_bytes()[:-5])  # cut short
     assert diffcache.parse(TEXT, "t.patch") == first and len(parses) == len(bad_docs) + 2
     for _ in range(2):  # parsed (and refused) every time: errors are not cached
         with pytest.raises(PatchFormatError, match="contains no diff"):

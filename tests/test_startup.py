@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 import compatkit
-from compatkit import cache, target
+from compatkit import cache, cachedir, target
 from compatkit.names import canonical_name
 from compatkit.patchset import Patchset
 from compatkit.records import Record, Row, hash_bytes, row_for
@@ -119,7 +119,8 @@ def test_fleet_without_ray_is_one_clear_line(demo: Demo, tmp_path: Path) -> None
         demo.venv, tmp_path, "fleet", "status", "demo-fix", "--patchset-dir", str(demo.patchsets)
     )
     assert code == 1, out
-    assert "compatkit: error: compatkit fleet needs Ray beside compatkit: pip install 'ray[default]>=2.49'" in out
+    hint = "compatkit fleet needs Ray beside compatkit: pip install 'ray[default]>=2.49'"
+    assert f"compatkit: error: {hint}" in out
 
 
 def test_the_dist_info_scan_agrees_with_importlib_metadata(
@@ -176,6 +177,11 @@ def test_record_rows_split_as_csv_does(raw: str) -> None:
     assert row.size == (int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else None)
 
 
+def _sign(entry: Path, blob: bytes) -> None:
+    """Write ``blob`` as the entry, signed with this user's key (as compatkit would)."""
+    cachedir.write(str(entry.parent.parent), entry.parent.name, entry.name, blob)
+
+
 def test_toml_cache_hits_misses_and_refusals(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -194,10 +200,14 @@ def test_toml_cache_hits_misses_and_refusals(
     monkeypatch.setattr(cache, "_parse_toml", counting)
     assert cache.toml_loads(raw) == first and parses == []  # served from the cache
     good = entry.read_bytes()
-    assert good.startswith(cache.MAGIC)
-    junk = (b"{truncated", good[:-3], good[: len(cache.MAGIC) + 1], cache.MAGIC + b"\xff\x00")
-    for n, bad in enumerate((*junk, cache.MAGIC + marshal.dumps([1, 2])), start=1):
-        entry.write_bytes(bad)
+    assert good.startswith(cachedir.MAGIC)
+    magic = cachedir.MAGIC
+    junk = (b"{truncated", good[:-3], good[: len(magic) + 1], magic + b"\xff\x00", None)
+    for n, bad in enumerate(junk, start=1):
+        if bad is None:  # well formed and signed, but not a table
+            _sign(entry, marshal.dumps([1, 2]))
+        else:
+            entry.write_bytes(bad)
         assert cache.toml_loads(raw) == first and len(parses) == n  # corrupt: parsed again
         assert entry.read_bytes() == good  # ... and rewritten whole
         assert cache.toml_loads(raw) == first and len(parses) == n
@@ -279,9 +289,12 @@ def test_python_probe_is_cached_until_the_interpreter_changes(
     # a corrupt or malformed entry is probed again, never trusted
     entry = cache.entry("probe", target._probe_key(target._interpreter(venv.python)))
     assert entry is not None and entry.is_file()
-    junk = (b"{not json", cache.MAGIC + marshal.dumps({"executable": 3}), cache.MAGIC + b"{")
-    for bad in junk:
-        entry.write_bytes(bad)
+    junk = (b"{not json", marshal.dumps({"executable": 3}), cachedir.MAGIC + b"{")
+    for n, bad in enumerate(junk):
+        if n == 1:  # signed, well formed marshal, but not a probe's answer
+            _sign(entry, bad)
+        else:
+            entry.write_bytes(bad)
         assert Environment.for_python(venv.python) == first
     assert len(probes) == 2 + len(junk)
     monkeypatch.setenv("COMPATKIT_NO_CACHE", "1")

@@ -5,26 +5,28 @@ in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈
 Python start-up). See docs/benchmarks.md, P1 and P2.
 
 Entries live under ``$COMPATKIT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/compatkit``, else
-``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML) or a hash of
+``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML, diffs) or a hash of
 everything that could change the answer (probe: the interpreter's path, its symlink and binary
 ``stat``, ``pyvenv.cfg``, the kernel), so an entry is never stale; a missing, unreadable or
-corrupt one just means doing the work again. Entries are ``marshal`` data behind a magic line
-(marshal is built in, where ``json`` costs ≈ 1.5 ms to import, and reads faster); values it
-cannot hold exactly (dates, NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off;
-an unwritable home directory turns it off silently.
+corrupt one just means doing the work again. Entries are ``marshal`` data (marshal is built in,
+where ``json`` costs ≈ 1.5 ms to import, and reads faster); values it cannot hold exactly (dates,
+NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an unwritable home directory
+turns it off silently.
+
+Nothing cached decides an outcome: :mod:`compatkit.cachedir` serves an entry only from a folder
+the user owns and nobody else can write, and only with a valid MAC under the user's own secret,
+so an entry is exactly what this user's compatkit computed from the same input (docs/security.md,
+"The cache").
 """
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 import os
 import sys
 from pathlib import Path
 
 from compatkit.digest import sha256
-
-MAGIC = b"compatkit-cache 1\n"
 
 
 def base_dir() -> Path:
@@ -50,17 +52,16 @@ def load(path: Path | None) -> dict[str, object] | None:
     """The entry's table, or None: missing, unreadable, not ours, cut short or corrupt."""
     if path is None:
         return None
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if not raw.startswith(MAGIC):
+    from compatkit import cachedir
+
+    raw = cachedir.read(str(path.parent.parent), path.parent.name, path.name)
+    if raw is None:
         return None
     try:
         if sys.version_info >= (3, 13):  # entries hold plain data: never a code object
-            cached = marshal.loads(raw[len(MAGIC) :], allow_code=False)
+            cached = marshal.loads(raw, allow_code=False)
         else:
-            cached = marshal.loads(raw[len(MAGIC) :])
+            cached = marshal.loads(raw)
     except (EOFError, ValueError, TypeError):
         return None
     return cached if isinstance(cached, dict) else None
@@ -75,11 +76,9 @@ def store(path: Path | None, data: dict[str, object]) -> None:
             return  # NaN: not equal to itself, so never served
     except ValueError:
         return  # dates and times: not marshal types
-    from compatkit import atomic
+    from compatkit import cachedir
 
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write(path, MAGIC + blob)
+    cachedir.write(str(path.parent.parent), path.parent.name, path.name, blob)
 
 
 def toml_loads(raw: bytes) -> dict[str, object]:

@@ -57,6 +57,13 @@ class Patch(Value):
             self._files = diffcache.parse(self._raw[0], shown(self.path.name), self._raw[1])
         return self._files
 
+    def parse_uncached(self) -> tuple[FileDiff, ...]:
+        """The file diffs parsed from the patch file's text now, never from compatkit's cache:
+        what ``verify`` derives the files from (a proof must not rest on a cache)."""
+        from compatkit.diffparse import parse_diff
+
+        return parse_diff(self._raw[0], shown(self.path.name), self._raw[1])
+
     @property
     def title(self) -> str:
         return self.fields.get("title", "")

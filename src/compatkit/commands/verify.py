@@ -27,12 +27,18 @@ def verify(
     problems: list[str] = []
     for name in names:
         problems += ops.problems(registry, env, name)
-    out.doc.update(ok=not problems, patchsets=names, problems=problems)
+    hashes_only = ops.unproven(registry, names)
+    out.doc.update(ok=not problems, patchsets=names, problems=problems, hashes_only=hashes_only)
     if problems:
         raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
     out.line(
         f"verified: {', '.join(names)} fully applied, every patched file intact", style="green"
     )
+    if hashes_only:
+        out.line(
+            f"note: {', '.join(hashes_only)} checked only against the hashes recorded at "
+            "apply time (no patch files here to re-derive the bytes from: --patchset-dir)"
+        )
     return 0
 
 

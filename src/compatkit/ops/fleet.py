@@ -168,7 +168,9 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise CompatkitError("compatkit fleet needs Ray beside compatkit: pip install 'ray[default]>=2.49'") from None
+        raise CompatkitError(
+            "compatkit fleet needs Ray beside compatkit: pip install 'ray[default]>=2.49'"
+        ) from None
     return ray
 
 

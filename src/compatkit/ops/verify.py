@@ -1,7 +1,13 @@
-"""Verify: is a patchset fully applied and intact; is a distribution pristine?"""
+"""Verify: is a patchset fully applied and intact; is a distribution pristine?
+
+A patchset's files are checked twice: against the hashes its state records (the cheap check,
+with the precise words: edited, reinstalled, missing), then, when those agree, against what its
+patch files make of the original bytes (:mod:`compatkit.derive`): a record is only a claim.
+"""
 
 from __future__ import annotations
 
+from compatkit import derive
 from compatkit.checks import state_problems
 from compatkit.errors import CompatkitError
 from compatkit.records import Row, hash_bytes
@@ -44,15 +50,19 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
             )
             return [f"{name} is not applied to {dist.name} {dist.version}{lost}"]
         found = [f"{name}: {p}" for p in state_problems(dist, state)]
-    if state.excluded:
-        found.append(f"{name}: applied without {', '.join(state.excluded)} (--exclude)")
-    if name in registry.names():
+        if state.excluded:
+            found.append(f"{name}: applied without {', '.join(state.excluded)} (--exclude)")
+        if name not in registry.names():
+            return found  # a patched wheel's image: the recorded hashes only (see unproven)
         ps = registry.get(name)
         if ps.digest != state.digest:
             found.append(
                 f"{name}: the patchset changed since it was applied "
                 f"({state.version} -> {ps.version}); run compatkit apply {name}"
             )
+        elif not found:
+            others = [o for o in states_of(dist) if o.patchset != name]
+            found = [f"{name}: {p}" for p in derive.problems(ps, dist, state, others)]
     return found
 
 
@@ -67,6 +77,13 @@ def _moved_on(registry: Registry, name: str, dist: Dist) -> str | None:
 
     hint = stale_wheel(dist, f"{ps.distribution}{ps.specifier_text}")
     return f"{name}: {hint}" if hint else None
+
+
+def unproven(registry: Registry, names: list[str]) -> list[str]:
+    """The patchsets verify can check only against their recorded hashes: their patch files
+    are not in any patchset folder here (an image with a patched wheel, no patchset)."""
+    known = set(registry.names())
+    return [n for n in names if n not in known]
 
 
 def _hash_row(dist: Dist, row: Row) -> str | None:
