@@ -132,7 +132,7 @@ def _runtime_mode(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if cmd == "exec":
         from compatkit.commands.exec import exec_command
 
-        return exec_command(registry, env, args.patchset, args.command_line, out)
+        return exec_command(registry, env, args.patchset, args.command_line, out, args.force)
     from compatkit.commands import runtime
 
     if cmd in ("status", "verify"):

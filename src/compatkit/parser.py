@@ -267,6 +267,11 @@ def _runtime_option(p: argparse.ArgumentParser) -> None:
 def _runtime_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
     p = add("exec", "run a command with patchsets applied at import time (PATCHSET... -- CMD...)")
     p.add_argument("patchset", nargs="+")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="as apply --force: despite a version mismatch or files that differ from RECORD",
+    )
     p = add("runtime", "install or remove a runtime-mode hook (sitecustomize.py, or --pth)")
     p.add_argument("action", choices=["install", "uninstall"])
     p.add_argument("patchset", nargs="*", help="install: the patchsets to apply at import time")

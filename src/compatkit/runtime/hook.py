@@ -12,9 +12,16 @@ directory holds the patched sources and a table (``table.marshal``) of, for each
 installed file, the SHA-256 of the bytes the diffs were applied to, and the patched file. At
 import this hook only checks that the recorded ``.dist-info`` folders still exist (same
 versions installed), that the module still resolves to the recorded file and that the file
-still hashes to the recorded original; anything else is refused with an ImportError (also
-printed to stderr, so a caller's ``except ImportError`` cannot hide it), never imported
-unpatched. A module a patch deletes is hidden (ModuleNotFoundError); one it creates is served.
+still hashes to the recorded original; anything else is refused with a RuntimeRefusal, a
+RuntimeError (not an ImportError, so ``except ImportError`` cannot hide it; also printed to
+stderr, so ``except Exception`` cannot either), never imported unpatched. A module a patch
+deletes is hidden (ModuleNotFoundError); one it creates is served.
+
+:func:`start` refuses the whole start (one line on stderr, exit status 1) when the hook
+cannot work: the folder is not trusted (a link, another user's, writable by others), the
+table is missing or damaged or lacks a module the start-up code names, a module of the table
+was imported before the hook ran (another ``.pth`` file), or another runtime folder's hook
+patches the same module. Each of these would otherwise import a module unpatched.
 
 Tracebacks, ``inspect.getsource`` and ``linecache`` see the patched source (registered in
 ``linecache`` with no mtime, which ``checkcache`` keeps; ``updatecache`` re-registers it
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import stat
 import sys
 from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader
 
@@ -35,7 +43,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import CodeType
-    from typing import Any
+    from typing import Any, NoReturn
 
     Entry = dict[str, Any]
 
@@ -49,14 +57,28 @@ _lines: dict[
 ] = {}  # filename -> (size, lines) of every patched module loaded
 
 
-class RuntimeRefusal(ImportError):
-    """A patched module this hook will not import (the environment changed since prepare)."""
+class RuntimeRefusal(RuntimeError):
+    """A patched module this hook will not import (the environment changed since prepare).
+
+    Not an ImportError: ``try: import x / except ImportError:`` must not turn it into "x is
+    not installed" and go on without the fix."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 def _refuse(fullname: str, reason: str) -> RuntimeRefusal:
     message = f"compatkit runtime: refusing to import {fullname}: {reason}"
-    print(message, file=sys.stderr)  # loud even where the caller catches ImportError
-    return RuntimeRefusal(message, name=fullname)
+    print(message, file=sys.stderr)  # loud even where the caller catches Exception
+    return RuntimeRefusal(message, fullname)
+
+
+def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> NoReturn:
+    """Stop the interpreter with one line: a start that cannot patch must not run on."""
+    sys.stderr.write(f"compatkit runtime: refusing to start ({root}): {why}; {fix}\n")
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def _sha256(data: bytes) -> str:
@@ -65,7 +87,35 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
+    """Why ``path`` is not trusted: a link, another user's, writable by others (sticky
+    folders above the runtime folder excepted), or neither a regular file nor a folder."""
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link"
+    if not (stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and not above)):
+        return f"{path} is not a regular file or folder"
+    if st.st_uid not in (0, os.geteuid()):
+        return f"{path} is owned by another user (uid {st.st_uid})"
+    if st.st_mode & 0o022 and not (above and st.st_mode & stat.S_ISVTX):
+        return f"{path} is writable by others"
+    return None
+
+
+class Untrusted(OSError):
+    """A file of the runtime folder that this hook will not read."""
+
+
 def _read(path: str) -> bytes:
+    """The bytes of a runtime folder's file, never through a link, only if trusted."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        why = _problem(path, os.fstat(fd))
+        if why:
+            raise Untrusted(why)
+        return f.read()
+
+
+def _read_installed(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
@@ -100,7 +150,7 @@ class Finder:
             found = "nothing" if where is None else where
             reason = f"it resolves to {found}, not {entry['origin']} ({entry['label']}); {_AGAIN}"
             raise _refuse(fullname, reason)
-        elif _sha256(_read(where)) != entry["original"]:
+        elif _sha256(_read_installed(where)) != entry["original"]:
             reason = f"{where} changed since {entry['label']} was prepared for it; {_AGAIN}"
             raise _refuse(fullname, reason)
         if entry["patched"] is None:  # hidden, as intended: not a refusal, so not printed
@@ -153,7 +203,11 @@ class PatchedLoader(SourceFileLoader):
 
     def get_data(self, path: str) -> bytes:
         if path == self.path:
-            data = _read(self.patched)
+            try:
+                data = _read(self.patched)
+            except OSError as exc:
+                reason = f"its patched source cannot be read ({exc}); {_AGAIN}"
+                raise _refuse(self.name, reason) from None
             if _sha256(data) != self.sha:
                 reason = f"{self.patched} is not the patched source compatkit wrote; {_AGAIN}"
                 raise _refuse(self.name, reason)
@@ -238,12 +292,60 @@ def _updatecache(original: Callable[..., list[str]]) -> Callable[..., list[str]]
     return updatecache
 
 
-def start(root: str | None = None) -> None:
-    """Activate the runtime directory ``root`` (default: this file's); a second call is a no-op."""
+def _check_root(root: str) -> str | None:
+    """Why the folder ``root`` (or one above it, or its data folder) is not trusted."""
+    parts = root.split("/")
+    above = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
+    for path in above:
+        why = _problem(path, os.lstat(path), above=True)
+        if why:
+            return why
+    for path in (root, os.path.join(root, DATA)):
+        why = _problem(path, os.lstat(path))
+        if why:
+            return why
+    return None
+
+
+def _load_table(root: str, modules: Sequence[str]) -> dict[str, Any]:
+    """The table, checked: the folder trusted, the format known, every named module in it."""
+    try:
+        why = _check_root(root)
+        if why:
+            _refuse_start(root, why, "use a folder only you can write, and install again")
+        table = marshal.loads(_read(os.path.join(root, DATA, "table.marshal")))
+        if not isinstance(table, dict) or table.get("format") != 1:
+            raise ValueError("not a format-1 table")
+        if not isinstance(table["modules"], dict) or not isinstance(table["guards"], dict):
+            raise ValueError("no modules or guards")
+    except (OSError, ValueError, EOFError, TypeError, KeyError) as exc:
+        _refuse_start(root, f"its table is missing or damaged ({exc}), so nothing is patched")
+    lost = [m for m in modules if m not in table["modules"]]
+    if lost:
+        _refuse_start(root, f"its table lacks {', '.join(lost)}, which it must patch")
+    return table
+
+
+def start(root: str | None = None, modules: Sequence[str] = ()) -> None:
+    """Activate the runtime directory ``root`` (default: this file's); a second call is a no-op.
+
+    ``modules``: what the start-up code says the table patches (a damaged table lacking one
+    refuses the start). Any module of the table already imported refuses the start too: it
+    runs unpatched, and re-importing it cannot reach the references already taken to it."""
     root = os.path.abspath(root or os.path.dirname(__file__))
     if any(getattr(f, "compatkit_root", None) == root for f in sys.meta_path):
         return
-    table = marshal.loads(_read(os.path.join(root, DATA, "table.marshal")))
+    table = _load_table(root, modules)
+    early = sorted(m for m in table["modules"] if m in sys.modules)
+    if early:
+        why = f"{', '.join(early)} was imported before the runtime hook ran, so it runs unpatched"
+        fix = "remove that early import (a .pth file or sitecustomize), or use compatkit apply"
+        _refuse_start(root, why, fix)
+    for other in sys.meta_path:
+        both = sorted(set(getattr(other, "modules", {})) & set(table["modules"]))
+        if getattr(other, "compatkit_root", None) and both:
+            why = f"{other.compatkit_root} patches {', '.join(both)} too"  # type: ignore[attr-defined]
+            _refuse_start(root, why, "keep one runtime folder per module (uninstall the other)")
     sys.meta_path.insert(0, Finder(root, table))
 
 
