@@ -9,6 +9,7 @@ each patch, or refuse it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -91,10 +92,8 @@ def _active_roots(env: Environment) -> list[Path]:
     """Runtime folders a start of ``env`` would run: the ``.pth`` one, and PYTHONPATH's."""
     found = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     pth = Path(env.paths[0]) / f"{disk.PTH_NAME}.pth"
-    try:
+    with contextlib.suppress(OSError, UnicodeDecodeError, IndexError):
         found.append(Path(pth.read_text("utf-8").splitlines()[1]))
-    except (OSError, UnicodeDecodeError, IndexError):
-        pass
     return [p for p in found if (p / disk.DATA / "manifest.json").is_file()]
 
 
@@ -242,8 +241,7 @@ def check(registry: Registry, root: Path) -> list[RuntimeCheck]:
             live = [] if damaged else served(root, manifest, dict(os.environ))
             found = damaged + [f"a fresh interpreter: {p}" for p in live]
             return [
-                _check_set(registry, root, ps, files, broken, found)
-                for ps in manifest["patchsets"]
+                _check_set(registry, root, ps, files, broken, found) for ps in manifest["patchsets"]
             ]
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             where = root / disk.DATA / "manifest.json"

@@ -19,6 +19,7 @@ b'x = 1\\n'
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -122,7 +123,9 @@ class Folder:
         return cls.open(root)
 
     def _walk(self, fd: int, where: str) -> str | None:
-        for entry in os.scandir(fd):
+        with os.scandir(fd) as entries:
+            found = sorted(entries, key=lambda e: e.name)
+        for entry in found:
             path = f"{where}/{entry.name}"
             st = entry.stat(follow_symlinks=False)
             why = problem(path, st)
@@ -157,10 +160,8 @@ class Folder:
         fd = self.fd
         for part in dirs:
             if make:
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
             try:
                 sub = os.open(part, _DIR, dir_fd=fd)
             finally:
@@ -184,10 +185,8 @@ class Folder:
                 os.close(out)
             os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=fd)
-            except OSError:
-                pass
             raise
         finally:
             if fd != self.fd:
@@ -213,7 +212,7 @@ class Folder:
         if not relpath:
             return sorted(os.listdir(self.fd))
         try:
-            fd, name = self._parent(f"{relpath}/x", make=False)
+            fd, _ = self._parent(f"{relpath}/x", make=False)
         except FileNotFoundError:
             return []
         try:

@@ -76,7 +76,7 @@ def _refuse(fullname: str, reason: str) -> RuntimeRefusal:
 
 def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> NoReturn:
     """Stop the interpreter with one line: a start that cannot patch must not run on."""
-    sys.stderr.write(f"compatkit runtime: refusing to start ({root}): {why}; {fix}\n")
+    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix}\n")
     sys.stderr.flush()
     os._exit(1)
 
@@ -319,10 +319,12 @@ def _load_table(root: str, modules: Sequence[str]) -> dict[str, Any]:
         if not isinstance(table["modules"], dict) or not isinstance(table["guards"], dict):
             raise ValueError("no modules or guards")
     except (OSError, ValueError, EOFError, TypeError, KeyError) as exc:
-        _refuse_start(root, f"its table is missing or damaged ({exc}), so nothing is patched")
+        why = f"the table of {root} is missing or damaged ({exc})"
+        _refuse_start(root, f"{why}, so {', '.join(modules) or 'its modules'} would run unpatched")
     lost = [m for m in modules if m not in table["modules"]]
     if lost:
-        _refuse_start(root, f"its table lacks {', '.join(lost)}, which it must patch")
+        why = f"the table of {root} lacks {', '.join(lost)}, which it must patch"
+        _refuse_start(root, why)
     return table
 
 
@@ -338,13 +340,16 @@ def start(root: str | None = None, modules: Sequence[str] = ()) -> None:
     table = _load_table(root, modules)
     early = sorted(m for m in table["modules"] if m in sys.modules)
     if early:
-        why = f"{', '.join(early)} was imported before the runtime hook ran, so it runs unpatched"
+        why = (
+            f"{', '.join(early)} was imported before the runtime hook in {root} ran, "
+            "so it runs unpatched"
+        )
         fix = "remove that early import (a .pth file or sitecustomize), or use compatkit apply"
         _refuse_start(root, why, fix)
     for other in sys.meta_path:
         both = sorted(set(getattr(other, "modules", {})) & set(table["modules"]))
         if getattr(other, "compatkit_root", None) and both:
-            why = f"{other.compatkit_root} patches {', '.join(both)} too"  # type: ignore[attr-defined]
+            why = f"{root} and {other.compatkit_root} both patch {', '.join(both)}"  # type: ignore[attr-defined]
             _refuse_start(root, why, "keep one runtime folder per module (uninstall the other)")
     sys.meta_path.insert(0, Finder(root, table))
 

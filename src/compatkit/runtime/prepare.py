@@ -16,13 +16,13 @@ import os
 from pathlib import Path
 
 from compatkit import startup_code
-from compatkit.runtime.startfiles import BOOT
 from compatkit.checks import _uncompilable, requirement_problems
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.patchset import Patchset
 from compatkit.records import hash_bytes
 from compatkit.registry import Registry
+from compatkit.runtime.startfiles import BOOT
 from compatkit.state import load_state
 from compatkit.target import Dist, Environment
 from compatkit.value import Value

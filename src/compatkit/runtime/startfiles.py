@@ -27,7 +27,7 @@ HOOK_PREFIX = "_compatkit_hook_"
 LEGACY = "# compatkit runtime hook"  # the first line of a whole-file sitecustomize.py (before)
 
 # Runs at every start of the target interpreter: standard library only, nothing heavy.
-BOOT = '''\
+BOOT = """\
 def _compatkit_boot(root, hook, modules, chain):
     import os, stat, sys
     def bad(path, above):
@@ -45,7 +45,8 @@ def _compatkit_boot(root, hook, modules, chain):
         paths = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
         cache = os.path.join(root, "__pycache__")
         below = [root, os.path.join(root, hook + ".py")] + [cache] * os.path.lexists(cache)
-        why = next(filter(None, [bad(p, True) for p in paths] + [bad(p, False) for p in below]), None)
+        found = [bad(p, True) for p in paths] + [bad(p, False) for p in below]
+        why = next(filter(None, found), None)
         if why is None:
             start = __import__(hook).start
     except Exception as exc:
@@ -61,7 +62,7 @@ def _compatkit_boot(root, hook, modules, chain):
     start(root, modules)
     if chain:
         __import__(hook).chain_sitecustomize(os.path.join(root, "sitecustomize.py"))
-'''
+"""
 
 
 def _call(root: str, hook: str, modules: list[str], chain: bool) -> str:
