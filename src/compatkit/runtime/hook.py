@@ -3,8 +3,9 @@
 This file is copied into a runtime directory as ``_compatkit_hook_<sha>.py`` and imported by
 the ``sitecustomize.py`` (or ``.pth`` / ``.start`` file) there, in an interpreter that may not
 have compatkit installed: it uses the standard library only, and imports nothing heavy at
-start-up (``marshal`` and ``importlib.machinery``; ``hashlib``, ``linecache`` and
-``importlib.util`` only when a patched module is first imported).
+start-up (``marshal``, and the import system's own frozen modules, never the ``importlib``
+package; the interpreter's small SHA-256 module when a patched module is first imported;
+``linecache`` never: the patched lines are put there when something else imports it).
 
 Everything costly was done by ``compatkit exec`` / ``compatkit runtime install`` in the parent
 (version and requirement checks, the diffs applied by compatkit's engine): the runtime
@@ -37,7 +38,8 @@ import marshal
 import os
 import stat
 import sys
-from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader
+from _frozen_importlib import ModuleSpec
+from _frozen_importlib_external import MAGIC_NUMBER, PathFinder, SourceFileLoader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,9 +54,7 @@ _AGAIN = (
     "run 'compatkit exec' or 'compatkit runtime install' again to re-check the patches "
     "against this environment"
 )
-_lines: dict[
-    str, tuple[int, list[str]]
-] = {}  # filename -> (size, lines) of every patched module loaded
+_sources: dict[str, bytes] = {}  # filename -> patched source of every patched module loaded
 
 
 class RuntimeRefusal(RuntimeError):
@@ -82,6 +82,17 @@ def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> NoReturn:
 
 
 def _sha256(data: bytes) -> str:
+    """The interpreter's own SHA-256 (no OpenSSL load: hashlib costs ≈ 2.5 ms) for a module's
+    source; hashlib for a big one, where OpenSSL's speed pays for its import."""
+    if len(data) < 1 << 20:
+        try:  # CPython 3.12+: _sha2; 3.10, 3.11: _sha256
+            from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
+        except ImportError:
+            try:
+                from _sha256 import sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
+            except ImportError:
+                from hashlib import sha256
+        return str(sha256(data).hexdigest())
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
@@ -138,6 +149,11 @@ class Finder:
     ) -> ModuleSpec | None:
         entry = self.modules.get(fullname)
         if entry is None:
+            if fullname == "linecache" and _sources:
+                spec = PathFinder.find_spec(fullname, path)
+                if spec is not None and spec.loader is not None:
+                    spec.loader = _ThenLines(spec.loader)  # type: ignore[assignment]
+                return spec
             return None
         self._check_guards(fullname, entry)
         real = PathFinder.find_spec(fullname, path)
@@ -226,9 +242,10 @@ class PatchedLoader(SourceFileLoader):
 
 
 def _pyc_header(source: bytes) -> bytes:
-    from importlib.util import MAGIC_NUMBER, source_hash
+    from _imp import source_hash  # what importlib.util.source_hash calls, without importlib
 
-    return MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
+    key = int.from_bytes(MAGIC_NUMBER, "little")
+    return MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(key, source)
 
 
 def _load_pyc(pyc: str, source: bytes) -> CodeType | None:
@@ -266,30 +283,53 @@ def _store_pyc(pyc: str, source: bytes, code: CodeType) -> None:
 
 
 def register_lines(filename: str, source: bytes) -> None:
-    """Put the patched lines of ``filename`` in linecache, and keep them there."""
+    """Put the patched lines of ``filename`` in linecache, and keep them there; if linecache
+    is not imported yet (it costs ≈ 5 ms: tokenize, re), when it is (:class:`_ThenLines`)."""
+    _sources[filename] = source
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
+        _fill(linecache)
+
+
+def _lines(source: bytes) -> list[str]:
     import io
-    import linecache
-    from importlib.util import decode_source
+    from _frozen_importlib_external import decode_source
 
-    lines = io.StringIO(decode_source(source)).readlines()
-    _lines[filename] = (len(source), lines)
-    linecache.cache[filename] = (len(source), None, lines, filename)
+    return io.StringIO(decode_source(source)).readlines()
+
+
+def _fill(linecache: Any) -> None:
+    for filename, source in _sources.items():
+        linecache.cache[filename] = (len(source), None, _lines(source), filename)
     if not getattr(linecache.updatecache, "compatkit", False):
-        linecache.updatecache = _updatecache(linecache.updatecache)
+        linecache.updatecache = _updatecache(linecache, linecache.updatecache)
 
 
-def _updatecache(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
-    import linecache
-
+def _updatecache(linecache: Any, original: Callable[..., list[str]]) -> Callable[..., list[str]]:
     def updatecache(filename: str, module_globals: Any = None) -> list[str]:
-        if filename in _lines:  # after linecache.clearcache(): the patched lines again
-            size, lines = _lines[filename]
-            linecache.cache[filename] = (size, None, lines, filename)
+        if filename in _sources:  # after linecache.clearcache(): the patched lines again
+            source = _sources[filename]
+            lines = _lines(source)
+            linecache.cache[filename] = (len(source), None, lines, filename)
             return lines
         return original(filename, module_globals)
 
     setattr(updatecache, "compatkit", True)  # noqa: B010 - a function attribute
     return updatecache
+
+
+class _ThenLines:
+    """linecache's own loader, then the patched lines put in the module it made."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        _fill(module)
 
 
 def _check_root(root: str) -> str | None:
