@@ -32,18 +32,18 @@ if TYPE_CHECKING:
 
 
 def _reusable(base: trust.Folder, key: str) -> bool:
-    """Whether the cached folder ``key`` is there and whole; a damaged one is removed."""
+    """Whether the cached folder ``key`` is there and whole. A damaged one is written again
+    over itself (every file, atomically: a second exec writing it at once writes the same)."""
     if key not in base.names():
         return False
     with trust.Folder.open(base.root / key, whole=False) as folder:
         try:
             manifest = disk.manifest_in(folder)
-            whole = manifest.get("key") == key and not damage(folder, manifest)
+            return manifest.get("key") == key and not damage(folder, manifest)
+        except trust.Untrusted:
+            raise  # refused: never reused, never written
         except (CompatkitError, KeyError, TypeError, AttributeError):
-            whole = False
-    if not whole:
-        base.remove(key)  # rebuilt below, never reused
-    return whole
+            return False  # no manifest (never finished), or a damaged one
 
 
 def exec_dir(registry: Registry, env: Environment, names: list[str], force: bool = False) -> Path:

@@ -57,8 +57,12 @@ def problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
     return None
 
 
-def _refuse(why: str) -> CompatkitError:
-    return CompatkitError(f"refusing the runtime folder: {why}; use a folder only you can write")
+class Untrusted(CompatkitError):
+    """A runtime folder (or a part of it, or a folder above it) that is not trusted."""
+
+
+def _refuse(why: str) -> Untrusted:
+    return Untrusted(f"refusing the runtime folder: {why}; use a folder only you can write")
 
 
 def check_above(root: Path) -> None:
@@ -88,6 +92,7 @@ class Folder:
     def open(cls, root: Path, whole: bool = True) -> Folder:
         """The existing folder ``root`` (absolute, resolved), checked with the folders above
         it; ``whole``: everything in it too (else call :meth:`check` before trusting it)."""
+        check_name(str(root), "the runtime folder")
         check_above(root)
         try:
             fd = os.open(root, _DIR)
@@ -191,6 +196,11 @@ class Folder:
         finally:
             if fd != self.fd:
                 os.close(fd)
+
+    def mkdir(self, name: str) -> None:
+        """The folder ``name`` (mode 755) at the top of the folder, made if missing."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o755, dir_fd=self.fd)
 
     def read(self, relpath: str) -> bytes | None:
         """The bytes of ``relpath``, or None if it is not there (a link is refused)."""

@@ -264,13 +264,29 @@ def _load_pyc(pyc: str, source: bytes) -> CodeType | None:
     return code
 
 
+def _pyc_folder(head: str) -> bool:
+    """Make the folders of ``head`` below the data folder one by one (mode 755), each checked
+    before the next is made in it: a pyc is never written through a link or a foreign folder."""
+    cut = head.index(f"/{DATA}/") + len(DATA) + 1
+    path = head[:cut]
+    for part in head[cut + 1 :].split("/"):
+        path = f"{path}/{part}"
+        if not os.path.lexists(path):
+            os.mkdir(path, 0o755)  # FileExistsError (a race): an OSError, no pyc written
+        if _problem(path, os.lstat(path)):
+            return False
+    return True
+
+
 def _store_pyc(pyc: str, source: bytes, code: CodeType) -> None:
     data = _pyc_header(source) + marshal.dumps(code)
     head, tail = os.path.split(pyc)
     try:
-        os.makedirs(head, exist_ok=True)
+        if not _pyc_folder(head):
+            return
         tmp = os.path.join(head, f".{tail}.{os.urandom(6).hex()}.compatkit-tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o644)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)

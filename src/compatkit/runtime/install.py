@@ -33,7 +33,7 @@ from pathlib import Path
 from compatkit import atomic
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import startfiles
-from compatkit.runtime.folder import Folder
+from compatkit.runtime.folder import Folder, check_name
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
 
 TYPE_CHECKING = False
@@ -130,6 +130,8 @@ def _new_site(folder: Folder, prep: Prepared, pth: bool) -> str | None:
 def write(root: Path, prep: Prepared, pth_site: Path | None = None) -> Path | None:
     """Write (or update) the runtime directory ``root`` (absolute, links above it resolved);
     with ``pth_site``, the ``.pth`` form in that site-packages. Returns the ``.pth`` written."""
+    for ps in prep.patchsets:  # named in the start-up files' comments
+        check_name(ps.name, "patchset name")
     with Folder.create(root) as folder:
         site = _new_site(folder, prep, pth_site is not None)
         for f in prep.files:
@@ -137,6 +139,7 @@ def write(root: Path, prep: Prepared, pth_site: Path | None = None) -> Path | No
                 folder.write(f"{DATA}/src/{prep.key}/{f.relpath}", f.patched)
         hook = hook_module()
         folder.write(f"{hook}.py", HOOK_SOURCE.read_bytes())
+        folder.mkdir("__pycache__")  # Python's own would follow the umask (775 with 002)
         table = marshal.dumps(_table(prep), 4)
         folder.write(f"{DATA}/table.marshal", table)
         pth = None if pth_site is None else pth_site / f"{PTH_NAME}.pth"
