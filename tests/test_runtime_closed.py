@@ -163,6 +163,11 @@ def test_a_second_folder_patching_the_same_module_is_refused(
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(second))[0] == 0
     both = _env(tmp_path, PYTHONPATH=f"{second}{os.pathsep}{first}")
     _refused_start(demo, both, f"{second} ", f"{first} ", "both patch demo.greet, demo.util")
+    monkeypatch.setenv("PYTHONPATH", str(first))  # each folder's verify sees the other
+    _verify_fails(demo, second, "both patch demo.greet, demo.util")
+    monkeypatch.setenv("PYTHONPATH", str(second))
+    _verify_fails(demo, first, "both patch demo.greet, demo.util")
+    monkeypatch.delenv("PYTHONPATH")
     # exec with a folder already active: the command's start is refused too
     cmd = demo.command("exec", "demo-fix", "--", demo.venv.python, "-c", PROBE)
     proc = run(cmd, _env(tmp_path, PYTHONPATH=str(first)))

@@ -49,7 +49,7 @@ def _reusable(base: trust.Folder, key: str) -> bool:
 def exec_dir(registry: Registry, env: Environment, names: list[str], force: bool = False) -> Path:
     """The runtime directory for ``names`` in ``env``, written to the cache if new or damaged."""
     prep = prepare(registry, env, names, force)
-    base = Path(os.path.abspath(cache.base_dir())) / "runtime"
+    base = Path(os.path.realpath(cache.base_dir())) / "runtime"  # links above it resolved
     try:
         with trust.Folder.create(base) as folder:
             if _reusable(folder, prep.key):
@@ -94,6 +94,7 @@ def _active_roots(env: Environment) -> list[Path]:
     pth = Path(env.paths[0]) / f"{disk.PTH_NAME}.pth"
     with contextlib.suppress(OSError, UnicodeDecodeError, IndexError):
         found.append(Path(pth.read_text("utf-8").splitlines()[1]))
+    found = [Path(os.path.realpath(p)) for p in found]  # as install records them
     return [p for p in found if (p / disk.DATA / "manifest.json").is_file()]
 
 
@@ -103,7 +104,7 @@ def _refuse_conflicts(root: Path, prep: Prepared, env: Environment, pth: bool) -
     mine = {f.module for f in prep.files}
     pth_file = Path(env.paths[0]) / f"{disk.PTH_NAME}.pth"
     for other in _active_roots(env):
-        if Path(os.path.realpath(other)) == root:
+        if other == root:
             continue
         try:
             theirs = {str(f["module"]) for f in disk.read_manifest(other)["files"]}
