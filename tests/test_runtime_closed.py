@@ -194,3 +194,18 @@ def test_exec_rebuilds_a_damaged_cache_folder(demo: Demo, tmp_path: Path) -> Non
         f"compatkit: error: refusing the runtime folder: {root} is owned by another user "
         "(uid 12345); use a folder only you can write"
     ]
+
+
+@FORMS
+def test_a_folder_damaged_past_its_manifest_can_still_be_uninstalled(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    root, env = _install(demo, tmp_path, pth)
+    (root / "_compatkit_runtime" / "manifest.json").unlink()
+    _verify_fails(demo, root, "its manifest is missing, but its start-up code is there")
+    code, _, err = demo.run("runtime", "uninstall", "--dir", str(root))
+    assert code == 0, err
+    assert not list(root.glob("_compatkit_*")) and not (root / "sitecustomize.py").exists()
+    assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))  # found without a manifest
+    proc = run([demo.venv.python, "-c", PROBE], env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "hello x", proc.stderr

@@ -144,7 +144,7 @@ def _runtime_mode(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         return runtime.install(registry, env, args.patchset, args.dir, args.pth, out)
     if args.patchset or args.pth:
         raise UsageError("runtime uninstall takes only --dir")
-    return runtime.uninstall(args.dir, out)
+    return runtime.uninstall(args.dir, out, env)
 
 
 def _run(args: Namespace, out: Any) -> int:

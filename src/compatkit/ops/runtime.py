@@ -156,9 +156,12 @@ def install(
     return Installed(root, [ps.name for ps in prep.patchsets], written)
 
 
-def uninstall(root: Path) -> list[str]:
+def uninstall(root: Path, env: Environment | None = None) -> list[str]:
+    """Remove the runtime folder's files, and its ``.pth`` (the manifest's, or ``env``'s that
+    names the folder: a folder that lost its manifest still has one)."""
+    site = None if env is None else Path(env.paths[0])
     try:
-        return disk.remove(trust.resolve(root))
+        return disk.remove(trust.resolve(root), site)
     except OSError as exc:
         raise CompatkitError(f"cannot remove the runtime in {root} ({exc.strerror})") from None
 
@@ -234,7 +237,16 @@ def check(registry: Registry, root: Path) -> list[RuntimeCheck]:
     The folder is compared with its manifest, and a fresh interpreter asked (integrity)."""
     root = trust.resolve(root)
     with trust.Folder.open(root, whole=False) as folder:
-        manifest = disk.manifest_in(folder)
+        try:
+            manifest = disk.manifest_in(folder)
+        except UsageError:
+            if not disk.leftovers(folder):
+                raise
+            raise CompatkitError(
+                f"{root}: its manifest is missing, but its start-up code is there (a damaged "
+                "runtime folder); run 'compatkit runtime install' again, or "
+                f"'compatkit runtime uninstall --dir {root}'"
+            ) from None
         try:
             files: list[dict[str, Any]] = manifest["files"]
             broken = {f["relpath"]: _file_problem(root, str(manifest["key"]), f) for f in files}

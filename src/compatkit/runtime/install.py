@@ -211,8 +211,8 @@ def manifest_in(folder: Folder) -> dict[str, Any]:
     return doc
 
 
-def _own_startup(path: Path) -> bool:
-    """``path`` is a regular file (not a link) that compatkit wrote."""
+def _own_startup(path: Path, root: Path) -> bool:
+    """``path`` is a regular file (not a link) that compatkit wrote (a ``.pth``: for ``root``)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -220,20 +220,44 @@ def _own_startup(path: Path) -> bool:
     if not stat.S_ISREG(st.st_mode):
         return False
     with open(path, "rb") as f:
-        return f.read(len(MARKER)) == MARKER.encode()
+        head = f.read(1 << 16)
+    mine = path.suffix != ".pth" or f"\n{root}\n".encode() in head
+    return head.startswith(MARKER.encode()) and mine
 
 
-def remove(root: Path) -> list[str]:
-    """Delete the runtime directory's files (and its ``.pth``/``.start``); what was removed.
-    compatkit's block leaves ``sitecustomize.py``, every other line stays."""
+def leftovers(folder: Folder) -> bool:
+    """Whether the hook or compatkit's block is in ``folder`` (with or without a manifest)."""
+    text = (folder.read(SITE) or b"").decode("utf-8", "replace")
+    hooks = [n for n in folder.names() if n.startswith(startfiles.HOOK_PREFIX)]
+    return bool(hooks) or startfiles.BEGIN in text
+
+
+def _manifest_or_leftovers(folder: Folder) -> dict[str, Any]:
+    """The manifest; or, if it is gone but the hook or compatkit's block is still there (a
+    damaged folder whose start-up code refuses every start), nothing: remove what is left."""
+    try:
+        return manifest_in(folder)
+    except UsageError:
+        if not leftovers(folder):
+            raise
+    folder.check()
+    return {}
+
+
+def remove(root: Path, site: Path | None = None) -> list[str]:
+    """Delete the runtime directory's files (and its ``.pth``/``.start``: the manifest's, or
+    the one in ``site`` that names ``root``); what was removed. compatkit's block leaves
+    ``sitecustomize.py``, every other line stays."""
     with Folder.open(root, whole=False) as folder:
-        manifest = manifest_in(folder)
+        manifest = _manifest_or_leftovers(folder)
         text = _site_text(folder)
         rest = None if text is None else startfiles.without_block(text, str(root / SITE))
         removed: list[str] = []
-        pth = manifest.get("pth")
-        for path in [Path(pth), Path(pth).with_suffix(".start")] if isinstance(pth, str) else []:
-            if _own_startup(path):
+        pths = {Path(p) for p in [manifest.get("pth")] if isinstance(p, str)}
+        pths |= set() if site is None else {site / f"{PTH_NAME}.pth"}
+        for pth in sorted(p for p in pths if _own_startup(p, root)):
+            start = pth.with_suffix(".start")
+            for path in [pth, *([start] if _own_startup(start, root) else [])]:
                 path.unlink()
                 removed.append(str(path))
         if rest is not None and rest != text and rest.strip():
