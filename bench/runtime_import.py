@@ -164,13 +164,27 @@ def run_hundred(report: Report) -> None:
         check = code + "assert benchpkg.mod_0.value_1 == 100, 'not patched'\n"
         hooked_env = {**env, "PYTHONPATH": str(root)}
         timed([python, "-c", check], hooked_env)  # the hook's own bytecode written
-        plain, hooked = interleaved(
+        plain, hooked, plain_cpu, hooked_cpu = interleaved(
             runs,
             lambda: timed([python, "-c", code], env),
             lambda: timed([python, "-c", check], hooked_env),
+            lambda: _cpu([python, "-c", code], env),
+            lambda: _cpu([python, "-c", check], hooked_env),
         )
     what = f"a process importing {HUNDRED} modules, 1 patched, runtime mode (start-up included)"
     report.add(Figure("P7-hundred", what, hooked, "the same without the hook", plain, 1.05))
+    what = "the same, CPU time (user + system): less swayed by a loaded machine"
+    report.add(Figure("P7-hundred-cpu", what, hooked_cpu, "without the hook", plain_cpu, 1.05))
+
+
+def _cpu(cmd: list[str], env: dict[str, str]) -> float:
+    """The user + system CPU seconds of one run of ``cmd``."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, env=env, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _hook_start(bare: list[str], env: dict[str, str]) -> float:

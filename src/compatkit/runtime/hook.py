@@ -32,8 +32,6 @@ checked-hash pycs. This file writes only those pycs, with its own temp-file + ``
 (compatkit.atomic is not importable here).
 """
 
-from __future__ import annotations
-
 import marshal
 import os
 import stat
@@ -74,7 +72,7 @@ def _refuse(fullname: str, reason: str) -> RuntimeRefusal:
     return RuntimeRefusal(message, fullname)
 
 
-def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> NoReturn:
+def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> "NoReturn":
     """Stop the interpreter with one line: a start that cannot patch must not run on."""
     sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix}\n")
     sys.stderr.flush()
@@ -85,13 +83,13 @@ def _sha256(data: bytes) -> str:
     """The interpreter's own SHA-256 (no OpenSSL load: hashlib costs ≈ 2.5 ms) for a module's
     source; hashlib for a big one, where OpenSSL's speed pays for its import."""
     if len(data) < 1 << 20:
-        try:  # CPython 3.12+: _sha2; 3.10, 3.11: _sha256
-            from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
-        except ImportError:
-            try:
+        try:  # CPython 3.12+: _sha2; 3.10, 3.11: _sha256 (a failed import costs a path scan)
+            if sys.version_info >= (3, 12):
+                from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
+            else:
                 from _sha256 import sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
-            except ImportError:
-                from hashlib import sha256
+        except ImportError:
+            from hashlib import sha256
         return str(sha256(data).hexdigest())
     import hashlib
 
@@ -138,14 +136,14 @@ def _same_file(a: str, b: str) -> bool:
 class Finder:
     """A meta path finder for the modules of one runtime directory's table."""
 
-    def __init__(self, root: str, table: dict[str, Any]) -> None:
+    def __init__(self, root: str, table: "dict[str, Any]") -> None:
         self.compatkit_root = root
         self.modules: dict[str, Entry] = table["modules"]
         self.guards: dict[str, list[tuple[str, str]]] = table["guards"]
         self.checked: set[str] = set()  # patchsets whose guards passed
 
     def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: object = None
+        self, fullname: str, path: "Sequence[str] | None" = None, target: object = None
     ) -> ModuleSpec | None:
         entry = self.modules.get(fullname)
         if entry is None:
@@ -174,7 +172,7 @@ class Finder:
             raise ModuleNotFoundError(message, name=fullname)
         return self._spec(fullname, entry, real)
 
-    def _check_guards(self, fullname: str, entry: Entry) -> None:
+    def _check_guards(self, fullname: str, entry: "Entry") -> None:
         for name in entry["patchsets"]:
             if name in self.checked:
                 continue
@@ -184,7 +182,7 @@ class Finder:
                     raise _refuse(fullname, reason + _AGAIN)
             self.checked.add(name)
 
-    def _spec(self, fullname: str, entry: Entry, real: ModuleSpec | None) -> ModuleSpec:
+    def _spec(self, fullname: str, entry: "Entry", real: ModuleSpec | None) -> ModuleSpec:
         origin = entry["origin"]
         patched = os.path.join(self.compatkit_root, DATA, "src", entry["patched"])
         pyc = os.path.join(self.compatkit_root, DATA, "pycache", _pyc_name(entry))
@@ -204,7 +202,7 @@ class Finder:
         self.checked.clear()
 
 
-def _pyc_name(entry: Entry) -> str:
+def _pyc_name(entry: "Entry") -> str:
     stem = entry["patched"][: -len(".py")]
     tag = sys.implementation.cache_tag or "python"
     return f"{stem}.{tag}-ck{entry['sha'][:16]}.pyc"
@@ -230,7 +228,7 @@ class PatchedLoader(SourceFileLoader):
             return data
         return super().get_data(path)
 
-    def get_code(self, fullname: str) -> CodeType:
+    def get_code(self, fullname: str) -> "CodeType":
         source = self.get_data(self.path)
         register_lines(self.path, source)
         code = _load_pyc(self.pyc, source)
@@ -248,7 +246,7 @@ def _pyc_header(source: bytes) -> bytes:
     return MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(key, source)
 
 
-def _load_pyc(pyc: str, source: bytes) -> CodeType | None:
+def _load_pyc(pyc: str, source: bytes) -> "CodeType | None":
     """The code object in ``pyc`` if it is a checked-hash pyc of exactly ``source``."""
     try:
         data = _read(pyc)
@@ -278,7 +276,7 @@ def _pyc_folder(head: str) -> bool:
     return True
 
 
-def _store_pyc(pyc: str, source: bytes, code: CodeType) -> None:
+def _store_pyc(pyc: str, source: bytes, code: "CodeType") -> None:
     data = _pyc_header(source) + marshal.dumps(code)
     head, tail = os.path.split(pyc)
     try:
@@ -314,15 +312,17 @@ def _lines(source: bytes) -> list[str]:
     return io.StringIO(decode_source(source)).readlines()
 
 
-def _fill(linecache: Any) -> None:
+def _fill(linecache: "Any") -> None:
     for filename, source in _sources.items():
         linecache.cache[filename] = (len(source), None, _lines(source), filename)
     if not getattr(linecache.updatecache, "compatkit", False):
         linecache.updatecache = _updatecache(linecache, linecache.updatecache)
 
 
-def _updatecache(linecache: Any, original: Callable[..., list[str]]) -> Callable[..., list[str]]:
-    def updatecache(filename: str, module_globals: Any = None) -> list[str]:
+def _updatecache(
+    linecache: "Any", original: "Callable[..., list[str]]"
+) -> "Callable[..., list[str]]":
+    def updatecache(filename: str, module_globals: "Any" = None) -> list[str]:
         if filename in _sources:  # after linecache.clearcache(): the patched lines again
             source = _sources[filename]
             lines = _lines(source)
@@ -337,13 +337,13 @@ def _updatecache(linecache: Any, original: Callable[..., list[str]]) -> Callable
 class _ThenLines:
     """linecache's own loader, then the patched lines put in the module it made."""
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: "Any") -> None:
         self.loader = loader
 
-    def create_module(self, spec: ModuleSpec) -> Any:
+    def create_module(self, spec: ModuleSpec) -> "Any":
         return self.loader.create_module(spec)
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: "Any") -> None:
         self.loader.exec_module(module)
         _fill(module)
 
@@ -363,7 +363,7 @@ def _check_root(root: str) -> str | None:
     return None
 
 
-def _load_table(root: str, modules: Sequence[str]) -> dict[str, Any]:
+def _load_table(root: str, modules: "Sequence[str]") -> "dict[str, Any]":
     """The table, checked: the folder trusted, the format known, every named module in it."""
     try:
         why = _check_root(root)
@@ -384,7 +384,7 @@ def _load_table(root: str, modules: Sequence[str]) -> dict[str, Any]:
     return table
 
 
-def start(root: str | None = None, modules: Sequence[str] = ()) -> None:
+def start(root: str | None = None, modules: "Sequence[str]" = ()) -> None:
     """Activate the runtime directory ``root`` (default: this file's); a second call is a no-op.
 
     ``modules``: what the start-up code says the table patches (a damaged table lacking one
