@@ -178,3 +178,24 @@ def test_uninstall_after_the_user_edited_sitecustomize_leaves_no_dangling_import
     code, _, err = demo.run("runtime", "uninstall", "--dir", str(root))
     assert code == 1 and "compatkit's block is damaged" in err
     assert site.read_text() == damaged and list(root.glob("_compatkit_hook_*.py"))
+
+
+def test_the_block_goes_after_a_future_import_and_a_legacy_file_is_all_ours() -> None:
+    from compatkit.errors import CompatkitError
+    from compatkit.runtime import startfiles
+
+    own = startfiles.block("/rt", "_compatkit_hook_x", ["m"], ["ps"], chain=True)
+    compile(own, "sitecustomize.py", "exec")  # the boot code itself compiles
+    future = "from __future__ import annotations\nimport mine\n"
+    with_future = startfiles.with_block(future, own)
+    assert with_future.startswith(future) and with_future.endswith(own)
+    compile(with_future, "sitecustomize.py", "exec")  # a __future__ import must stay first
+    assert startfiles.without_block(with_future) == future
+    assert startfiles.with_block(startfiles.with_block("x = 1\n", own), own) == own + "x = 1\n"
+    legacy = "# compatkit runtime hook: applies ps at import time.\nimport _compatkit_hook_y\n"
+    assert startfiles.without_block(legacy) == ""
+    copied = "import _compatkit_hook_x  # a user copied the import out of the block\n"
+    with pytest.raises(CompatkitError, match="a line outside compatkit's block imports"):
+        startfiles.without_block(own + copied)
+    with pytest.raises(CompatkitError, match="2 begin and 2 end markers"):
+        startfiles.without_block(own + own)

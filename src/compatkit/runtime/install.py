@@ -121,10 +121,7 @@ def _new_site(folder: Folder, prep: Prepared, pth: bool) -> str | None:
     names = [ps.name for ps in prep.patchsets]
     modules = sorted(f.module for f in prep.files)
     own = startfiles.block(str(folder.root), hook_module(), modules, names, chain=True)
-    rest = "" if text is None else startfiles.without_block(text, where)
-    if "from __future__" in rest:  # it must stay first: the hook starts after the user's lines
-        return rest + ("" if rest.endswith("\n") else "\n") + own
-    return own + rest
+    return startfiles.with_block(text, own, where)
 
 
 def write(root: Path, prep: Prepared, pth_site: Path | None = None) -> Path | None:

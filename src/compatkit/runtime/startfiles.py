@@ -123,6 +123,10 @@ def without_block(text: str, where: str = "sitecustomize.py") -> str:
 
 
 def with_block(text: str | None, new_block: str, where: str = "sitecustomize.py") -> str:
-    """``text`` (None: no file) with ``new_block`` first, every other line kept."""
+    """``text`` (None: no file) with ``new_block`` first, every other line kept; last if the
+    rest has a ``from __future__`` import, which must stay first (the hook then starts after
+    the user's lines: an import of a patched module there refuses the start, loudly)."""
     rest = "" if text is None else without_block(text, where)
+    if "from __future__" in rest:
+        return rest + ("" if rest.endswith("\n") else "\n") + new_block
     return new_block + rest
