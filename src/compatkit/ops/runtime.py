@@ -119,7 +119,8 @@ def _refuse_conflicts(root: Path, prep: Prepared, env: Environment, pth: bool) -
     head = _head(pth_file)
     if pth and head.startswith(disk.MARKER.encode()) and f"\n{root}\n".encode() not in head:
         raise CompatkitError(
-            f"{pth_file} already starts another runtime folder; uninstall it first"
+            f"{pth_file} already starts another runtime folder; uninstall that one first "
+            f"(or delete {pth_file} and its .start file if the folder is gone)"
         )
 
 
@@ -138,6 +139,8 @@ def install(
     root: Path,
     pth: bool,
 ) -> Installed:
+    """Write the runtime folder ``root`` for ``names`` (``pth``: started by a ``.pth`` file),
+    then start the target interpreter to prove it serves them; if not, take it back."""
     root = trust.resolve(root)
     _refuse_site_packages(root, env)
     prep = prepare(registry, env, names)
