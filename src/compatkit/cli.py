@@ -127,7 +127,7 @@ def _runtime_mode(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if cmd == "exec":
         from compatkit.commands.exec import exec_command
 
-        return exec_command(registry, env, args.patchset, args.command_line, out)
+        return exec_command(registry, env, args.patchset, args.command_line, out, args.force)
     from compatkit.commands import runtime
 
     if cmd in ("status", "verify"):
@@ -139,7 +139,7 @@ def _runtime_mode(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         return runtime.install(registry, env, args.patchset, args.dir, args.pth, out)
     if args.patchset or args.pth:
         raise UsageError("runtime uninstall takes only --dir")
-    return runtime.uninstall(args.dir, out)
+    return runtime.uninstall(args.dir, out, env)
 
 
 def _run(args: Namespace, out: Any) -> int:

@@ -306,6 +306,11 @@ def _runtime_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> Non
     p = add("exec", "run a command with patchsets applied at import time (PATCHSET... -- CMD...)")
     p.usage = "%(prog)s [-h] [options] PATCHSET [PATCHSET ...] -- COMMAND [ARG ...]"
     p.add_argument("patchset", nargs="+", help="the patchsets to apply at import time")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="as apply --force: despite a version mismatch or files that differ from RECORD",
+    )
     p = add("runtime", "install or remove a runtime-mode hook (sitecustomize.py, or --pth)")
     p.add_argument("action", choices=["install", "uninstall"])
     p.add_argument("patchset", nargs="*", help="install: the patchsets to apply at import time")

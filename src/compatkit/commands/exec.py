@@ -1,5 +1,8 @@
 """``compatkit exec PATCHSET... -- COMMAND...``: run COMMAND with the patchsets applied at import.
 
+``--force`` means what ``apply --force`` means: prepare despite a version mismatch or an unmet
+requirement, and on files that differ from their RECORD hash (as they are).
+
 Exit code: COMMAND's own (128 + N when a signal N ended it); 1 when a patchset does not fit or
 a diff does not apply (COMMAND does not run); 2 for usage errors; 127 when COMMAND is not found.
 """
@@ -27,13 +30,14 @@ def exec_command(
     names: list[str],
     command: list[str],
     out: Output | None = None,
+    force: bool = False,
 ) -> int:
     out = out or Output()
     if not command:
         raise UsageError(
             "exec needs a command after '--': compatkit exec PATCHSET... -- COMMAND..."
         )
-    root = ops.exec_dir(registry, env, names)
+    root = ops.exec_dir(registry, env, names, force)
     try:
         proc = subprocess.run(command, env=ops.child_environ(root))
     except (FileNotFoundError, PermissionError) as exc:

@@ -28,8 +28,8 @@ def install(
     return 0
 
 
-def uninstall(root: Path, out: Output) -> int:
-    removed = ops.uninstall(root)
+def uninstall(root: Path, out: Output, env: Environment | None = None) -> int:
+    removed = ops.uninstall(root, env)
     out.doc.update(ok=True, removed=removed)
     out.line(f"removed the runtime hook in {root} ({len(removed)} files and folders)")
     return 0

@@ -9,17 +9,20 @@ each patch, or refuse it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
 
 from compatkit import cache
 from compatkit.checks import PatchStatus
-from compatkit.errors import CompatkitError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.registry import Registry
 from compatkit.results import Status
+from compatkit.runtime import folder as trust
 from compatkit.runtime import install as disk
-from compatkit.runtime.prepare import prepare
+from compatkit.runtime.integrity import damage, served
+from compatkit.runtime.prepare import Prepared, prepare
 from compatkit.target import Environment
 from compatkit.value import Value
 
@@ -28,24 +31,36 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def exec_dir(registry: Registry, env: Environment, names: list[str]) -> Path:
-    """The runtime directory for ``names`` in ``env``, written to the cache if new."""
-    prep = prepare(registry, env, names)
-    root = cache.base_dir() / "runtime" / prep.key
+def _reusable(base: trust.Folder, key: str) -> bool:
+    """Whether the cached folder ``key`` is there and whole. A damaged one is written again
+    over itself (every file, atomically: a second exec writing it at once writes the same)."""
+    if key not in base.names():
+        return False
+    with trust.Folder.open(base.root / key, whole=False) as folder:
+        try:
+            manifest = disk.manifest_in(folder)
+            return manifest.get("key") == key and not damage(folder, manifest)
+        except trust.Untrusted:
+            raise  # refused: never reused, never written
+        except (CompatkitError, KeyError, TypeError, AttributeError):
+            return False  # no manifest (never finished), or a damaged one
+
+
+def exec_dir(registry: Registry, env: Environment, names: list[str], force: bool = False) -> Path:
+    """The runtime directory for ``names`` in ``env``, written to the cache if new or damaged."""
+    prep = prepare(registry, env, names, force)
+    base = Path(os.path.realpath(cache.base_dir())) / "runtime"  # links above it resolved
     try:
-        if disk.read_manifest(root).get("key") == prep.key:
-            return root
-    except CompatkitError:
-        pass
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        disk.write(root, prep)
+        with trust.Folder.create(base) as folder:
+            if _reusable(folder, prep.key):
+                return base / prep.key
+        disk.write(base / prep.key, prep)
     except OSError as exc:
         raise CompatkitError(
-            f"cannot write the runtime directory {root} ({exc.strerror}); "
+            f"cannot write the runtime directory {base / prep.key} ({exc.strerror}); "
             "set COMPATKIT_CACHE_DIR to a writable folder"
         ) from None
-    return root
+    return base / prep.key
 
 
 def child_environ(root: Path, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -63,22 +78,93 @@ class Installed(Value):
         self.root, self.patchsets, self.pth = root, patchsets, pth
 
 
-def install(
-    registry: Registry, env: Environment, names: list[str], root: Path, pth: bool
-) -> Installed:
-    prep = prepare(registry, env, names)
-    root = root.resolve()
+def _refuse_site_packages(root: Path, env: Environment) -> None:
+    for site in env.paths:
+        site_path = Path(os.path.realpath(site))
+        if root == site_path or site_path in root.parents:
+            raise UsageError(
+                f"--dir {root} is inside site-packages ({site}); runtime mode writes nothing "
+                "there: choose a folder outside it, or use compatkit apply or compatkit wheel"
+            )
+
+
+def _active_roots(env: Environment) -> list[Path]:
+    """Runtime folders a start of ``env`` would run: the ``.pth`` one, and PYTHONPATH's."""
+    found = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    pth = Path(env.paths[0]) / f"{disk.PTH_NAME}.pth"
+    with contextlib.suppress(OSError, UnicodeDecodeError, IndexError):
+        found.append(Path(pth.read_text("utf-8").splitlines()[1]))
+    found = [Path(os.path.realpath(p)) for p in found]  # as install records them
+    return [p for p in found if (p / disk.DATA / "manifest.json").is_file()]
+
+
+def _refuse_conflicts(root: Path, prep: Prepared, env: Environment, pth: bool) -> None:
+    """A module another active runtime folder patches, or a second ``--pth`` folder, is refused:
+    one of the two would be dropped silently at start-up."""
+    mine = {f.module for f in prep.files}
+    pth_file = Path(env.paths[0]) / f"{disk.PTH_NAME}.pth"
+    for other in _active_roots(env):
+        if other == root:
+            continue
+        try:
+            theirs = {str(f["module"]) for f in disk.read_manifest(other)["files"]}
+        except (CompatkitError, KeyError, TypeError):
+            continue
+        both = sorted(mine & theirs)
+        if both:
+            raise CompatkitError(
+                f"{', '.join(both)}: already patched by the active runtime folder {other}; "
+                f"uninstall it first (compatkit runtime uninstall --dir {other})"
+            )
+    head = _head(pth_file)
+    if pth and head.startswith(disk.MARKER.encode()) and f"\n{root}\n".encode() not in head:
+        raise CompatkitError(
+            f"{pth_file} already starts another runtime folder; uninstall that one first "
+            f"(or delete {pth_file} and its .start file if the folder is gone)"
+        )
+
+
+def _head(path: Path) -> bytes:
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        with open(path, "rb") as f:
+            return f.read(4096)
+    except OSError:
+        return b""
+
+
+def install(
+    registry: Registry,
+    env: Environment,
+    names: list[str],
+    root: Path,
+    pth: bool,
+) -> Installed:
+    """Write the runtime folder ``root`` for ``names`` (``pth``: started by a ``.pth`` file),
+    then start the target interpreter to prove it serves them; if not, take it back."""
+    root = trust.resolve(root)
+    _refuse_site_packages(root, env)
+    prep = prepare(registry, env, names)
+    _refuse_conflicts(root, prep, env, pth)
+    try:
         written = disk.write(root, prep, Path(env.paths[0]) if pth else None)
+        problems = served(root, disk.read_manifest(root), dict(os.environ))
     except OSError as exc:
         raise CompatkitError(f"cannot write {root} ({exc.strerror})") from None
+    if problems:
+        disk.remove(root)  # it would refuse every start, or serve a module unpatched
+        raise CompatkitError(
+            f"the runtime hook in {root} does not work, so it was removed again: {problems[0]}",
+            problems[1:],
+        )
     return Installed(root, [ps.name for ps in prep.patchsets], written)
 
 
-def uninstall(root: Path) -> list[str]:
+def uninstall(root: Path, env: Environment | None = None) -> list[str]:
+    """Remove the runtime folder's files, and its ``.pth`` (the manifest's, or ``env``'s that
+    names the folder: a folder that lost its manifest still has one)."""
+    site = None if env is None else Path(env.paths[0])
     try:
-        return disk.remove(root.resolve())
+        return disk.remove(trust.resolve(root), site)
     except OSError as exc:
         raise CompatkitError(f"cannot remove the runtime in {root} ({exc.strerror})") from None
 
@@ -150,17 +236,31 @@ def _check_set(
 
 
 def check(registry: Registry, root: Path) -> list[RuntimeCheck]:
-    """What the hook in ``root`` would do with each patch: serve it, or refuse it (and why)."""
-    root = root.resolve()
-    manifest = disk.read_manifest(root)
-    try:
-        files: list[dict[str, Any]] = manifest["files"]
-        broken = {f["relpath"]: _file_problem(root, str(manifest["key"]), f) for f in files}
-        hook = root / f"{manifest['hook']}.py"
-        missing = [] if hook.is_file() else [f"{hook} is missing"]
-        return [
-            _check_set(registry, root, ps, files, broken, missing) for ps in manifest["patchsets"]
-        ]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        where = root / disk.DATA / "manifest.json"
-        raise CompatkitError(f"{where}: malformed manifest ({type(exc).__name__}: {exc})") from None
+    """What the hook in ``root`` would do with each patch: serve it, or refuse it (and why).
+    The folder is compared with its manifest, and a fresh interpreter asked (integrity)."""
+    root = trust.resolve(root)
+    with trust.Folder.open(root, whole=False) as folder:
+        try:
+            manifest = disk.manifest_in(folder)
+        except UsageError:
+            if not disk.leftovers(folder):
+                raise
+            raise CompatkitError(
+                f"{root}: its manifest is missing, but its start-up code is there (a damaged "
+                "runtime folder); run 'compatkit runtime install' again, or "
+                f"'compatkit runtime uninstall --dir {root}'"
+            ) from None
+        try:
+            files: list[dict[str, Any]] = manifest["files"]
+            broken = {f["relpath"]: _file_problem(root, str(manifest["key"]), f) for f in files}
+            damaged = damage(folder, manifest)
+            live = [] if damaged else served(root, manifest, dict(os.environ))
+            found = damaged + [f"a fresh interpreter: {p}" for p in live]
+            return [
+                _check_set(registry, root, ps, files, broken, found) for ps in manifest["patchsets"]
+            ]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            where = root / disk.DATA / "manifest.json"
+            raise CompatkitError(
+                f"{where}: malformed manifest ({type(exc).__name__}: {exc})"
+            ) from None

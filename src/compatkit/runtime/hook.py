@@ -3,8 +3,9 @@
 This file is copied into a runtime directory as ``_compatkit_hook_<sha>.py`` and imported by
 the ``sitecustomize.py`` (or ``.pth`` / ``.start`` file) there, in an interpreter that may not
 have compatkit installed: it uses the standard library only, and imports nothing heavy at
-start-up (``marshal`` and ``importlib.machinery``; ``hashlib``, ``linecache`` and
-``importlib.util`` only when a patched module is first imported).
+start-up (``marshal``, and the import system's own frozen modules, never the ``importlib``
+package; the interpreter's small SHA-256 module when a patched module is first imported;
+``linecache`` never: the patched lines are put there when something else imports it).
 
 Everything costly was done by ``compatkit exec`` / ``compatkit runtime install`` in the parent
 (version and requirement checks, the diffs applied by compatkit's engine): the runtime
@@ -12,9 +13,16 @@ directory holds the patched sources and a table (``table.marshal``) of, for each
 installed file, the SHA-256 of the bytes the diffs were applied to, and the patched file. At
 import this hook only checks that the recorded ``.dist-info`` folders still exist (same
 versions installed), that the module still resolves to the recorded file and that the file
-still hashes to the recorded original; anything else is refused with an ImportError (also
-printed to stderr, so a caller's ``except ImportError`` cannot hide it), never imported
-unpatched. A module a patch deletes is hidden (ModuleNotFoundError); one it creates is served.
+still hashes to the recorded original; anything else is refused with a RuntimeRefusal, a
+RuntimeError (not an ImportError, so ``except ImportError`` cannot hide it; also printed to
+stderr, so ``except Exception`` cannot either), never imported unpatched. A module a patch
+deletes is hidden (ModuleNotFoundError); one it creates is served.
+
+:func:`start` refuses the whole start (one line on stderr, exit status 1) when the hook
+cannot work: the folder is not trusted (a link, another user's, writable by others), the
+table is missing or damaged or lacks a module the start-up code names, a module of the table
+was imported before the hook ran (another ``.pth`` file), or another runtime folder's hook
+patches the same module. Each of these would otherwise import a module unpatched.
 
 Tracebacks, ``inspect.getsource`` and ``linecache`` see the patched source (registered in
 ``linecache`` with no mtime, which ``checkcache`` keeps; ``updatecache`` re-registers it
@@ -24,18 +32,18 @@ checked-hash pycs. This file writes only those pycs, with its own temp-file + ``
 (compatkit.atomic is not importable here).
 """
 
-from __future__ import annotations
-
 import marshal
 import os
+import stat
 import sys
-from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader
+from _frozen_importlib import ModuleSpec
+from _frozen_importlib_external import MAGIC_NUMBER, PathFinder, SourceFileLoader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import CodeType
-    from typing import Any
+    from typing import Any, NoReturn
 
     Entry = dict[str, Any]
 
@@ -44,28 +52,79 @@ _AGAIN = (
     "run 'compatkit exec' or 'compatkit runtime install' again to re-check the patches "
     "against this environment"
 )
-_lines: dict[
-    str, tuple[int, list[str]]
-] = {}  # filename -> (size, lines) of every patched module loaded
+_sources: dict[str, bytes] = {}  # filename -> patched source of every patched module loaded
 
 
-class RuntimeRefusal(ImportError):
-    """A patched module this hook will not import (the environment changed since prepare)."""
+class RuntimeRefusal(RuntimeError):
+    """A patched module this hook will not import (the environment changed since prepare).
+
+    Not an ImportError: ``try: import x / except ImportError:`` must not turn it into "x is
+    not installed" and go on without the fix."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 def _refuse(fullname: str, reason: str) -> RuntimeRefusal:
     message = f"compatkit runtime: refusing to import {fullname}: {reason}"
-    print(message, file=sys.stderr)  # loud even where the caller catches ImportError
-    return RuntimeRefusal(message, name=fullname)
+    print(message, file=sys.stderr)  # loud even where the caller catches Exception
+    return RuntimeRefusal(message, fullname)
+
+
+def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> "NoReturn":
+    """Stop the interpreter with one line: a start that cannot patch must not run on."""
+    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix}\n")
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def _sha256(data: bytes) -> str:
+    """The interpreter's own SHA-256 (no OpenSSL load: hashlib costs ≈ 2.5 ms) for a module's
+    source; hashlib for a big one, where OpenSSL's speed pays for its import."""
+    if len(data) < 1 << 20:
+        try:  # CPython 3.12+: _sha2; 3.10, 3.11: _sha256 (a failed import costs a path scan)
+            if sys.version_info >= (3, 12):
+                from _sha2 import sha256  # type: ignore[import-not-found, unused-ignore]
+            else:
+                from _sha256 import sha256  # type: ignore[import-not-found, no-redef, unused-ignore]
+        except ImportError:
+            from hashlib import sha256
+        return str(sha256(data).hexdigest())
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
 
 
+def _problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
+    """Why ``path`` is not trusted: a link, another user's, writable by others (sticky
+    folders above the runtime folder excepted), or neither a regular file nor a folder."""
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link"
+    if not (stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and not above)):
+        return f"{path} is not a regular file or folder"
+    if st.st_uid not in (0, os.geteuid()):
+        return f"{path} is owned by another user (uid {st.st_uid})"
+    if st.st_mode & 0o022 and not (above and st.st_mode & stat.S_ISVTX):
+        return f"{path} is writable by others"
+    return None
+
+
+class Untrusted(OSError):
+    """A file of the runtime folder that this hook will not read."""
+
+
 def _read(path: str) -> bytes:
+    """The bytes of a runtime folder's file, never through a link, only if trusted."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        why = _problem(path, os.fstat(fd))
+        if why:
+            raise Untrusted(why)
+        return f.read()
+
+
+def _read_installed(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
@@ -77,17 +136,22 @@ def _same_file(a: str, b: str) -> bool:
 class Finder:
     """A meta path finder for the modules of one runtime directory's table."""
 
-    def __init__(self, root: str, table: dict[str, Any]) -> None:
+    def __init__(self, root: str, table: "dict[str, Any]") -> None:
         self.compatkit_root = root
         self.modules: dict[str, Entry] = table["modules"]
         self.guards: dict[str, list[tuple[str, str]]] = table["guards"]
         self.checked: set[str] = set()  # patchsets whose guards passed
 
     def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: object = None
+        self, fullname: str, path: "Sequence[str] | None" = None, target: object = None
     ) -> ModuleSpec | None:
         entry = self.modules.get(fullname)
         if entry is None:
+            if fullname == "linecache" and _sources:
+                spec = PathFinder.find_spec(fullname, path)
+                if spec is not None and spec.loader is not None:
+                    spec.loader = _ThenLines(spec.loader)  # type: ignore[assignment]
+                return spec
             return None
         self._check_guards(fullname, entry)
         real = PathFinder.find_spec(fullname, path)
@@ -100,7 +164,7 @@ class Finder:
             found = "nothing" if where is None else where
             reason = f"it resolves to {found}, not {entry['origin']} ({entry['label']}); {_AGAIN}"
             raise _refuse(fullname, reason)
-        elif _sha256(_read(where)) != entry["original"]:
+        elif _sha256(_read_installed(where)) != entry["original"]:
             reason = f"{where} changed since {entry['label']} was prepared for it; {_AGAIN}"
             raise _refuse(fullname, reason)
         if entry["patched"] is None:  # hidden, as intended: not a refusal, so not printed
@@ -108,7 +172,7 @@ class Finder:
             raise ModuleNotFoundError(message, name=fullname)
         return self._spec(fullname, entry, real)
 
-    def _check_guards(self, fullname: str, entry: Entry) -> None:
+    def _check_guards(self, fullname: str, entry: "Entry") -> None:
         for name in entry["patchsets"]:
             if name in self.checked:
                 continue
@@ -118,7 +182,7 @@ class Finder:
                     raise _refuse(fullname, reason + _AGAIN)
             self.checked.add(name)
 
-    def _spec(self, fullname: str, entry: Entry, real: ModuleSpec | None) -> ModuleSpec:
+    def _spec(self, fullname: str, entry: "Entry", real: ModuleSpec | None) -> ModuleSpec:
         origin = entry["origin"]
         patched = os.path.join(self.compatkit_root, DATA, "src", entry["patched"])
         pyc = os.path.join(self.compatkit_root, DATA, "pycache", _pyc_name(entry))
@@ -138,7 +202,7 @@ class Finder:
         self.checked.clear()
 
 
-def _pyc_name(entry: Entry) -> str:
+def _pyc_name(entry: "Entry") -> str:
     stem = entry["patched"][: -len(".py")]
     tag = sys.implementation.cache_tag or "python"
     return f"{stem}.{tag}-ck{entry['sha'][:16]}.pyc"
@@ -153,14 +217,18 @@ class PatchedLoader(SourceFileLoader):
 
     def get_data(self, path: str) -> bytes:
         if path == self.path:
-            data = _read(self.patched)
+            try:
+                data = _read(self.patched)
+            except OSError as exc:
+                reason = f"its patched source cannot be read ({exc}); {_AGAIN}"
+                raise _refuse(self.name, reason) from None
             if _sha256(data) != self.sha:
                 reason = f"{self.patched} is not the patched source compatkit wrote; {_AGAIN}"
                 raise _refuse(self.name, reason)
             return data
         return super().get_data(path)
 
-    def get_code(self, fullname: str) -> CodeType:
+    def get_code(self, fullname: str) -> "CodeType":
         source = self.get_data(self.path)
         register_lines(self.path, source)
         code = _load_pyc(self.pyc, source)
@@ -172,12 +240,13 @@ class PatchedLoader(SourceFileLoader):
 
 
 def _pyc_header(source: bytes) -> bytes:
-    from importlib.util import MAGIC_NUMBER, source_hash
+    from _imp import source_hash  # what importlib.util.source_hash calls, without importlib
 
-    return MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
+    key = int.from_bytes(MAGIC_NUMBER, "little")
+    return MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(key, source)
 
 
-def _load_pyc(pyc: str, source: bytes) -> CodeType | None:
+def _load_pyc(pyc: str, source: bytes) -> "CodeType | None":
     """The code object in ``pyc`` if it is a checked-hash pyc of exactly ``source``."""
     try:
         data = _read(pyc)
@@ -193,13 +262,29 @@ def _load_pyc(pyc: str, source: bytes) -> CodeType | None:
     return code
 
 
-def _store_pyc(pyc: str, source: bytes, code: CodeType) -> None:
+def _pyc_folder(head: str) -> bool:
+    """Make the folders of ``head`` below the data folder one by one (mode 755), each checked
+    before the next is made in it: a pyc is never written through a link or a foreign folder."""
+    cut = head.index(f"/{DATA}/") + len(DATA) + 1
+    path = head[:cut]
+    for part in head[cut + 1 :].split("/"):
+        path = f"{path}/{part}"
+        if not os.path.lexists(path):
+            os.mkdir(path, 0o755)  # FileExistsError (a race): an OSError, no pyc written
+        if _problem(path, os.lstat(path)):
+            return False
+    return True
+
+
+def _store_pyc(pyc: str, source: bytes, code: "CodeType") -> None:
     data = _pyc_header(source) + marshal.dumps(code)
     head, tail = os.path.split(pyc)
     try:
-        os.makedirs(head, exist_ok=True)
+        if not _pyc_folder(head):
+            return
         tmp = os.path.join(head, f".{tail}.{os.urandom(6).hex()}.compatkit-tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o644)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -212,25 +297,36 @@ def _store_pyc(pyc: str, source: bytes, code: CodeType) -> None:
 
 
 def register_lines(filename: str, source: bytes) -> None:
-    """Put the patched lines of ``filename`` in linecache, and keep them there."""
+    """Put the patched lines of ``filename`` in linecache, and keep them there; if linecache
+    is not imported yet (it costs ≈ 5 ms: tokenize, re), when it is (:class:`_ThenLines`)."""
+    _sources[filename] = source
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
+        _fill(linecache)
+
+
+def _lines(source: bytes) -> list[str]:
     import io
-    import linecache
-    from importlib.util import decode_source
+    from _frozen_importlib_external import decode_source
 
-    lines = io.StringIO(decode_source(source)).readlines()
-    _lines[filename] = (len(source), lines)
-    linecache.cache[filename] = (len(source), None, lines, filename)
+    return io.StringIO(decode_source(source)).readlines()
+
+
+def _fill(linecache: "Any") -> None:
+    for filename, source in _sources.items():
+        linecache.cache[filename] = (len(source), None, _lines(source), filename)
     if not getattr(linecache.updatecache, "compatkit", False):
-        linecache.updatecache = _updatecache(linecache.updatecache)
+        linecache.updatecache = _updatecache(linecache, linecache.updatecache)
 
 
-def _updatecache(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
-    import linecache
-
-    def updatecache(filename: str, module_globals: Any = None) -> list[str]:
-        if filename in _lines:  # after linecache.clearcache(): the patched lines again
-            size, lines = _lines[filename]
-            linecache.cache[filename] = (size, None, lines, filename)
+def _updatecache(
+    linecache: "Any", original: "Callable[..., list[str]]"
+) -> "Callable[..., list[str]]":
+    def updatecache(filename: str, module_globals: "Any" = None) -> list[str]:
+        if filename in _sources:  # after linecache.clearcache(): the patched lines again
+            source = _sources[filename]
+            lines = _lines(source)
+            linecache.cache[filename] = (len(source), None, lines, filename)
             return lines
         return original(filename, module_globals)
 
@@ -238,12 +334,79 @@ def _updatecache(original: Callable[..., list[str]]) -> Callable[..., list[str]]
     return updatecache
 
 
-def start(root: str | None = None) -> None:
-    """Activate the runtime directory ``root`` (default: this file's); a second call is a no-op."""
+class _ThenLines:
+    """linecache's own loader, then the patched lines put in the module it made."""
+
+    def __init__(self, loader: "Any") -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> "Any":
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: "Any") -> None:
+        self.loader.exec_module(module)
+        _fill(module)
+
+
+def _check_root(root: str) -> str | None:
+    """Why the folder ``root`` (or one above it, or its data folder) is not trusted."""
+    parts = root.split("/")
+    above = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
+    for path in above:
+        why = _problem(path, os.lstat(path), above=True)
+        if why:
+            return why
+    for path in (root, os.path.join(root, DATA)):
+        why = _problem(path, os.lstat(path))
+        if why:
+            return why
+    return None
+
+
+def _load_table(root: str, modules: "Sequence[str]") -> "dict[str, Any]":
+    """The table, checked: the folder trusted, the format known, every named module in it."""
+    try:
+        why = _check_root(root)
+        if why:
+            _refuse_start(root, why, "use a folder only you can write, and install again")
+        table = marshal.loads(_read(os.path.join(root, DATA, "table.marshal")))
+        if not isinstance(table, dict) or table.get("format") != 1:
+            raise ValueError("not a format-1 table")
+        if not isinstance(table["modules"], dict) or not isinstance(table["guards"], dict):
+            raise ValueError("no modules or guards")
+    except (OSError, ValueError, EOFError, TypeError, KeyError) as exc:
+        why = f"the table of {root} is missing or damaged ({exc})"
+        _refuse_start(root, f"{why}, so {', '.join(modules) or 'its modules'} would run unpatched")
+    lost = [m for m in modules if m not in table["modules"]]
+    if lost:
+        why = f"the table of {root} lacks {', '.join(lost)}, which it must patch"
+        _refuse_start(root, why)
+    return table
+
+
+def start(root: str | None = None, modules: "Sequence[str]" = ()) -> None:
+    """Activate the runtime directory ``root`` (default: this file's); a second call is a no-op.
+
+    ``modules``: what the start-up code says the table patches (a damaged table lacking one
+    refuses the start). Any module of the table already imported refuses the start too: it
+    runs unpatched, and re-importing it cannot reach the references already taken to it."""
     root = os.path.abspath(root or os.path.dirname(__file__))
     if any(getattr(f, "compatkit_root", None) == root for f in sys.meta_path):
         return
-    table = marshal.loads(_read(os.path.join(root, DATA, "table.marshal")))
+    table = _load_table(root, modules)
+    early = sorted(m for m in table["modules"] if m in sys.modules)
+    if early:
+        why = (
+            f"{', '.join(early)} was imported before the runtime hook in {root} ran, "
+            "so it runs unpatched"
+        )
+        fix = "remove that early import (a .pth file or sitecustomize), or use compatkit apply"
+        _refuse_start(root, why, fix)
+    for other in sys.meta_path:
+        both = sorted(set(getattr(other, "modules", {})) & set(table["modules"]))
+        if getattr(other, "compatkit_root", None) and both:
+            why = f"{root} and {other.compatkit_root} both patch {', '.join(both)}"  # type: ignore[attr-defined]
+            _refuse_start(root, why, "keep one runtime folder per module (uninstall the other)")
     sys.meta_path.insert(0, Finder(root, table))
 
 

@@ -14,8 +14,11 @@
 The ``.pth`` form (``--pth``) writes no ``sitecustomize.py``: ``<site>/00-compatkit-runtime.pth``
 puts DIR on ``sys.path`` and starts the hook; ``00-compatkit-runtime.start`` names the same
 entry point for Pythons with PEP 829 (3.15+), which then ignore the ``.pth`` import line.
-Every file goes through :func:`compatkit.atomic.write`; ``table.marshal`` is written after the
-sources it points to, the activation file last.
+Inside DIR every file is reached through :class:`compatkit.runtime.folder.Folder` (the folder
+checked whole, links never followed, temp file + os.replace); the ``.pth``/``.start`` pair
+through :func:`compatkit.atomic.write`. ``table.marshal`` is written after the sources it
+points to, the start-up code last; ``sitecustomize.py`` keeps every line but compatkit's block
+(:mod:`compatkit.runtime.startfiles`).
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
-import shutil
+import os
+import stat
 from pathlib import Path
 
 from compatkit import atomic
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.runtime import startfiles
+from compatkit.runtime.folder import Folder, check_name
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
 
 TYPE_CHECKING = False
@@ -35,12 +41,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 DATA = "_compatkit_runtime"  # the same as hook.DATA (the hook is not imported here)
-MARKER = "# compatkit runtime hook"
+MARKER = startfiles.LEGACY  # the first line of compatkit's .pth and .start files
 PTH_NAME = "00-compatkit-runtime"
+SITE = "sitecustomize.py"
 
 
 def hook_module() -> str:
-    return "_compatkit_hook_" + hashlib.sha256(HOOK_SOURCE.read_bytes()).hexdigest()[:12]
+    return startfiles.HOOK_PREFIX + hashlib.sha256(HOOK_SOURCE.read_bytes()).hexdigest()[:12]
 
 
 def _table(prep: Prepared) -> dict[str, object]:
@@ -60,12 +67,14 @@ def _table(prep: Prepared) -> dict[str, object]:
     return {"format": 1, "key": prep.key, "modules": modules, "guards": guards}
 
 
-def _manifest(prep: Prepared, pth: Path | None) -> dict[str, object]:
+def _manifest(prep: Prepared, pth: Path | None, table: bytes) -> dict[str, object]:
     return {
         "format": 1,
         "key": prep.key,
         "python": prep.python,
         "hook": hook_module(),
+        "hook_sha256": sha(HOOK_SOURCE.read_bytes()),
+        "table_sha256": sha(table),
         "pth": None if pth is None else str(pth),
         "patchsets": [
             {
@@ -93,61 +102,67 @@ def _manifest(prep: Prepared, pth: Path | None) -> dict[str, object]:
     }
 
 
-def _sitecustomize(hook: str, names: list[str]) -> str:
-    return (
-        f"{MARKER}: applies {', '.join(names)} at import time.\n"
-        "# Written by 'compatkit runtime install' (or exec); remove it with\n"
-        "# 'compatkit runtime uninstall --dir THIS_DIR'. Nothing in site-packages is changed.\n"
-        f"import os as _os\n\nimport {hook} as _hook\n\n"
-        "_hook.start(_os.path.dirname(__file__))\n"
-        "_hook.chain_sitecustomize(__file__)\n"
-        "del _os, _hook\n"
-    )
+def _site_text(folder: Folder) -> str | None:
+    data = folder.read(SITE)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CompatkitError(f"{folder.root / SITE}: not UTF-8; move it out of --dir") from None
 
 
-def _check_dir(root: Path) -> None:
-    site = root / "sitecustomize.py"
-    if site.exists() and not site.read_text("utf-8", "replace").startswith(MARKER):
-        raise UsageError(f"{site} is not compatkit's; choose another --dir")
-    if root.exists() and not root.is_dir():
-        raise UsageError(f"--dir {root}: not a directory")
+def _new_site(folder: Folder, prep: Prepared, pth: bool) -> str | None:
+    """What DIR/sitecustomize.py must hold (None: no file); checked before anything is written."""
+    text = _site_text(folder)
+    where = str(folder.root / SITE)
+    if pth:  # the .pth starts the hook: no block (an earlier PYTHONPATH install's goes)
+        return None if text is None else startfiles.without_block(text, where) or None
+    names = [ps.name for ps in prep.patchsets]
+    modules = sorted(f.module for f in prep.files)
+    own = startfiles.block(str(folder.root), hook_module(), modules, names, chain=True)
+    return startfiles.with_block(text, own, where)
 
 
 def write(root: Path, prep: Prepared, pth_site: Path | None = None) -> Path | None:
-    """Write (or update) the runtime directory ``root``; with ``pth_site``, the ``.pth`` form
-    in that site-packages. Returns the ``.pth`` written, if any."""
-    _check_dir(root)
-    data = root / DATA
-    for f in prep.files:
-        if f.patched is not None:
-            target = data / "src" / prep.key / f.relpath
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic.write(target, f.patched)
-    hook = hook_module()
-    atomic.write(root / f"{hook}.py", HOOK_SOURCE.read_bytes())
-    atomic.write(data / "table.marshal", marshal.dumps(_table(prep), 4))
-    pth = None if pth_site is None else pth_site / f"{PTH_NAME}.pth"
-    manifest = json.dumps(_manifest(prep, pth), indent=1) + "\n"
-    atomic.write(data / "manifest.json", manifest.encode())
-    names = [ps.name for ps in prep.patchsets]
-    if pth is None:
-        atomic.write_text(root / "sitecustomize.py", _sitecustomize(hook, names))
-    else:
-        _write_pth(pth, root, hook, names)
-        own = root / "sitecustomize.py"  # an earlier PYTHONPATH-form install of this DIR
-        if own.is_file() and own.read_text("utf-8", "replace").startswith(MARKER):
-            own.unlink()
-    _drop_stale(data, prep.key, hook, root)
+    """Write (or update) the runtime directory ``root`` (absolute, links above it resolved);
+    with ``pth_site``, the ``.pth`` form in that site-packages. Returns the ``.pth`` written."""
+    for ps in prep.patchsets:  # named in the start-up files' comments
+        check_name(ps.name, "patchset name")
+    with Folder.create(root) as folder:
+        site = _new_site(folder, prep, pth_site is not None)
+        for f in prep.files:
+            if f.patched is not None:
+                folder.write(f"{DATA}/src/{prep.key}/{f.relpath}", f.patched)
+        hook = hook_module()
+        folder.write(f"{hook}.py", HOOK_SOURCE.read_bytes())
+        folder.mkdir("__pycache__")  # Python's own would follow the umask (775 with 002)
+        table = marshal.dumps(_table(prep), 4)
+        folder.write(f"{DATA}/table.marshal", table)
+        pth = None if pth_site is None else pth_site / f"{PTH_NAME}.pth"
+        manifest = json.dumps(_manifest(prep, pth, table), indent=1) + "\n"
+        folder.write(f"{DATA}/manifest.json", manifest.encode())
+        if pth is not None:
+            names = [ps.name for ps in prep.patchsets]
+            _write_pth(pth, root, hook, sorted(f.module for f in prep.files), names)
+        if site is None:
+            folder.remove(SITE)
+        else:
+            folder.write(SITE, site.encode())
+        folder.remove(f"__pycache__/sitecustomize.{_tag()}.pyc")
+        _drop_stale(folder, prep.key, hook)
     return pth
 
 
-def _write_pth(pth: Path, root: Path, hook: str, names: list[str]) -> None:
+def _tag() -> str:
+    import sys
+
+    return sys.implementation.cache_tag or "python"
+
+
+def _write_pth(pth: Path, root: Path, hook: str, modules: list[str], names: list[str]) -> None:
     # compatkit's own start-up code (README, "Runtime mode"): one path line, one import line
-    text = (
-        f"{MARKER}: applies {', '.join(names)} at import time; remove it with "
-        f"'compatkit runtime uninstall --dir {root}'\n"
-        f"{root}\nimport {hook}; {hook}.start({str(root)!r})\n"
-    )
+    text = startfiles.pth_lines(str(root), hook, modules, names)
     try:
         atomic.write_text(pth, text)
         atomic.write_text(pth.with_suffix(".start"), f"{MARKER}\n{hook}:start\n")
@@ -157,47 +172,103 @@ def _write_pth(pth: Path, root: Path, hook: str, names: list[str]) -> None:
         ) from None
 
 
-def _drop_stale(data: Path, key: str, hook: str, root: Path) -> None:
+def _drop_stale(folder: Folder, key: str, hook: str) -> None:
     """An update leaves no sources, bytecode or hook of the previous contents behind."""
     for sub in ("src", "pycache"):
-        for old in (data / sub).glob("*") if (data / sub).is_dir() else []:
-            if old.name != key:
-                shutil.rmtree(old, ignore_errors=True)
-    for old in root.glob("_compatkit_hook_*.py"):
-        if old.stem != hook:
-            old.unlink(missing_ok=True)
+        for old in folder.names(f"{DATA}/{sub}"):
+            if old != key:
+                folder.remove(f"{DATA}/{sub}/{old}")
+    for old in folder.names():
+        if old.startswith(startfiles.HOOK_PREFIX) and old != f"{hook}.py":
+            folder.remove(old)
+    for old in folder.names("__pycache__"):
+        if old.startswith(startfiles.HOOK_PREFIX) and not old.startswith(f"{hook}."):
+            folder.remove(f"__pycache__/{old}")
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
-    path = root / DATA / "manifest.json"
+    with Folder.open(root, whole=False) as folder:
+        return manifest_in(folder)
+
+
+def manifest_in(folder: Folder) -> dict[str, Any]:
+    """The manifest of ``folder``, once the folder is known to be a runtime folder and trusted
+    whole (a folder that is not one is a usage error, whatever else it holds)."""
+    path = folder.root / DATA / "manifest.json"
+    data = folder.read(f"{DATA}/manifest.json")
+    if data is None:
+        raise UsageError(f"{folder.root} holds no compatkit runtime (no {DATA}/manifest.json)")
+    folder.check()
     try:
-        doc = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise UsageError(f"{root} holds no compatkit runtime (no {DATA}/manifest.json)") from None
-    except (OSError, ValueError) as exc:
+        doc = json.loads(data)
+    except ValueError as exc:
         raise CompatkitError(f"{path}: unreadable ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != 1:
         raise CompatkitError(f"{path}: not a compatkit runtime manifest (format 1)")
     return doc
 
 
-def remove(root: Path) -> list[str]:
-    """Delete the runtime directory's files (and its ``.pth``/``.start``); what was removed."""
-    manifest = read_manifest(root)
-    removed: list[str] = []
-    pth = manifest.get("pth")
-    candidates = [root / "sitecustomize.py"]
-    if isinstance(pth, str):
-        candidates += [Path(pth), Path(pth).with_suffix(".start")]
-    for path in candidates:
-        if path.is_file() and path.read_text("utf-8", "replace").startswith(MARKER):
-            path.unlink()
-            removed.append(str(path))
-    for path in [*root.glob("_compatkit_hook_*.py"), *root.glob("__pycache__/_compatkit_hook_*")]:
-        path.unlink()
-        removed.append(str(path))
-    for path in root.glob("__pycache__/sitecustomize.*.pyc"):
-        path.unlink()
-    shutil.rmtree(root / DATA)
-    removed.append(str(root / DATA))
+def _own_startup(path: Path, root: Path) -> bool:
+    """``path`` is a regular file (not a link) that compatkit wrote (a ``.pth``: for ``root``)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    mine = path.suffix != ".pth" or f"\n{root}\n".encode() in head
+    return head.startswith(MARKER.encode()) and mine
+
+
+def leftovers(folder: Folder) -> bool:
+    """Whether the hook or compatkit's block is in ``folder`` (with or without a manifest)."""
+    text = (folder.read(SITE) or b"").decode("utf-8", "replace")
+    hooks = [n for n in folder.names() if n.startswith(startfiles.HOOK_PREFIX)]
+    return bool(hooks) or startfiles.BEGIN in text
+
+
+def _manifest_or_leftovers(folder: Folder) -> dict[str, Any]:
+    """The manifest; or, if it is gone but the hook or compatkit's block is still there (a
+    damaged folder whose start-up code refuses every start), nothing: remove what is left."""
+    try:
+        return manifest_in(folder)
+    except UsageError:
+        if not leftovers(folder):
+            raise
+    folder.check()
+    return {}
+
+
+def remove(root: Path, site: Path | None = None) -> list[str]:
+    """Delete the runtime directory's files (and its ``.pth``/``.start``: the manifest's, or
+    the one in ``site`` that names ``root``); what was removed. compatkit's block leaves
+    ``sitecustomize.py``, every other line stays."""
+    with Folder.open(root, whole=False) as folder:
+        manifest = _manifest_or_leftovers(folder)
+        text = _site_text(folder)
+        rest = None if text is None else startfiles.without_block(text, str(root / SITE))
+        removed: list[str] = []
+        pths = {Path(p) for p in [manifest.get("pth")] if isinstance(p, str)}
+        pths |= set() if site is None else {site / f"{PTH_NAME}.pth"}
+        for pth in sorted(p for p in pths if _own_startup(p, root)):
+            start = pth.with_suffix(".start")
+            for path in [pth, *([start] if _own_startup(start, root) else [])]:
+                path.unlink()
+                removed.append(str(path))
+        if rest is not None and rest != text and rest.strip():
+            folder.write(SITE, rest.encode())  # the user's lines stay
+            removed.append(f"{root / SITE} (compatkit's block)")
+        elif rest is not None and rest != text:
+            folder.remove(SITE)
+            removed.append(str(root / SITE))
+        for name in folder.names():
+            if name.startswith(startfiles.HOOK_PREFIX) and folder.remove(name):
+                removed.append(str(root / name))
+        for name in folder.names("__pycache__"):
+            if name.startswith((startfiles.HOOK_PREFIX, "sitecustomize.")):
+                folder.remove(f"__pycache__/{name}")
+        folder.remove(DATA)
+        removed.append(str(root / DATA))
     return removed

@@ -20,7 +20,9 @@ from compatkit.checks import _uncompilable, requirement_problems
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.patchset import Patchset
+from compatkit.records import hash_bytes
 from compatkit.registry import Registry
+from compatkit.runtime.startfiles import BOOT
 from compatkit.state import load_state
 from compatkit.target import Dist, Environment
 from compatkit.value import Value
@@ -78,7 +80,7 @@ class Prepared(Value):
     @property
     def key(self) -> str:
         """A hash of everything the runtime directory holds (the hook's code included)."""
-        h = hashlib.sha256(HOOK_SOURCE.read_bytes())
+        h = hashlib.sha256(HOOK_SOURCE.read_bytes() + BOOT.encode())
         for ps in self.patchsets:
             h.update(f"\0{ps.name}\0{ps.digest}\0{ps.dist.root}".encode())
         for f in self.files:
@@ -112,10 +114,12 @@ def _parts(relpath: str) -> list[str]:
     return relpath[: -len(".py")].split("/")
 
 
-def _fitting(ps: Patchset, env: Environment) -> tuple[Dist, list[tuple[str, str]]]:
+def _fitting(ps: Patchset, env: Environment, force: bool) -> tuple[Dist, list[tuple[str, str]]]:
+    """``ps``'s installed target and its guards; a misfit is refused unless ``force`` (as
+    ``apply --force``: a version mismatch or an unmet requirement)."""
     dist = env.find(ps.distribution)
     problems = requirement_problems(ps, env, dist)
-    if dist is None or problems:
+    if dist is None or (problems and not force):
         raise CompatkitError(f"{ps.name} does not fit this environment: {problems[0]}")
     if load_state(dist, ps.name) is not None:
         raise CompatkitError(
@@ -131,10 +135,31 @@ def _fitting(ps: Patchset, env: Environment) -> tuple[Dist, list[tuple[str, str]
     return dist, guards
 
 
-def _patch_dist(dist: Dist, sets: list[Patchset]) -> list[RuntimeFile]:
+def _check_record(dist: Dist, originals: dict[str, bytes | None]) -> None:
+    """As ``apply`` without ``--force``: every file to patch still matches its RECORD hash."""
+    record = dist.read_record()
+    edited = [
+        path
+        for path, data in originals.items()
+        if data is not None
+        and (row := record.get(path)) is not None
+        and row.hash
+        and hash_bytes(data) != row.hash
+    ]
+    if edited:
+        raise CompatkitError(
+            f"{dist.name}: {edited[0]} does not match its RECORD hash (edited after install?); "
+            "reinstall it, or pass --force to patch it as it is",
+            [f"{path} does not match its RECORD hash" for path in edited[1:]],
+        )
+
+
+def _patch_dist(dist: Dist, sets: list[Patchset], force: bool) -> list[RuntimeFile]:
     """The series of every patchset on ``dist``, in the order given, on its files as they are."""
     paths = sorted({fd.path for ps in sets for p in ps.patches for fd in p.files})
     originals = {path: dist.read(path) for path in paths}
+    if not force:
+        _check_record(dist, originals)
     series = [(f"{ps.name}:{p.id}", p.files) for ps in sets for p in ps.patches]
     try:
         result = apply_series(originals, series)
@@ -158,8 +183,11 @@ def _patch_dist(dist: Dist, sets: list[Patchset]) -> list[RuntimeFile]:
     ]
 
 
-def prepare(registry: Registry, env: Environment, names: list[str]) -> Prepared:
-    """Check and apply ``names`` in memory for ``env``; raise CompatkitError on any misfit."""
+def prepare(
+    registry: Registry, env: Environment, names: list[str], force: bool = False
+) -> Prepared:
+    """Check and apply ``names`` in memory for ``env``; raise CompatkitError on any misfit
+    (``force``: as ``apply --force``, a version mismatch or files that differ from RECORD)."""
     if len(set(names)) != len(names):
         raise UsageError(f"a patchset is named twice: {' '.join(names)}")
     sets: list[PreparedSet] = []
@@ -167,10 +195,10 @@ def prepare(registry: Registry, env: Environment, names: list[str]) -> Prepared:
     for name in names:
         ps = registry.get(name)
         _check_paths(ps)
-        dist, guards = _fitting(ps, env)
+        dist, guards = _fitting(ps, env, force)
         sets.append(PreparedSet(ps.name, ps.version, ps.digest, ps.ids, dist, guards))
         by_dist.setdefault(dist.dist_info, (dist, []))[1].append(ps)
-    files = [f for dist, group in by_dist.values() for f in _patch_dist(dist, group)]
+    files = [f for dist, group in by_dist.values() for f in _patch_dist(dist, group, force)]
     clash = sorted({f.module for f in files if sum(g.module == f.module for g in files) > 1})
     if clash:
         raise CompatkitError(f"two distributions patch the same module: {', '.join(clash)}")

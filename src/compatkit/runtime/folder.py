@@ -1,0 +1,251 @@
+"""A runtime folder, trusted and written without following links (docs/security.md, "Runtime
+folders").
+
+Trusted means: the folder, every folder above it and everything in it is owned by the
+effective user or root; the folder and everything in it is writable by nobody else (no group
+or other write bit); a folder above it may be writable by others only with the sticky bit
+(``/tmp``); nothing in it is a symbolic link or a special file. :class:`Folder` holds the
+folder open (``O_DIRECTORY | O_NOFOLLOW``) and reaches every file it reads, writes or removes
+through ``dir_fd``, one name at a time with ``O_NOFOLLOW``: a link planted inside is never
+followed, and nothing outside the folder is touched.
+
+>>> import pathlib, tempfile
+>>> root = pathlib.Path(tempfile.mkdtemp()) / "rt"
+>>> with Folder.create(root) as f:
+...     f.write("a/b.py", b"x = 1\\n")
+...     f.read("a/b.py")
+b'x = 1\\n'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from compatkit.errors import CompatkitError, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_FILE = os.O_RDONLY | os.O_NOFOLLOW
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+
+
+def check_name(path: str, what: str) -> None:
+    """Refuse a name with a control character (a newline would add a line to a .pth file)."""
+    bad = [c for c in path if ord(c) < 32 or ord(c) == 127]
+    if bad:
+        raise UsageError(f"{what} {path!r} has a control character ({bad[0]!r}); choose another")
+
+
+def problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
+    """Why ``path`` (lstat ``st``) is not trusted, or None. ``above``: a folder above the root."""
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link"
+    if not (stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and not above)):
+        return f"{path} is not a regular file or folder"
+    if st.st_uid not in (0, os.geteuid()):
+        return f"{path} is owned by another user (uid {st.st_uid})"
+    if st.st_mode & _OTHERS and not (above and st.st_mode & stat.S_ISVTX):
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+class Untrusted(CompatkitError):
+    """A runtime folder (or a part of it, or a folder above it) that is not trusted."""
+
+
+def _refuse(why: str) -> Untrusted:
+    return Untrusted(f"refusing the runtime folder: {why}; use a folder only you can write")
+
+
+def check_above(root: Path) -> None:
+    """Every folder above ``root`` (absolute, links resolved) is trusted."""
+    for above in reversed(root.parents):
+        why = problem(str(above), os.lstat(above), above=True)
+        if why:
+            raise _refuse(why)
+
+
+def resolve(given: Path) -> Path:
+    """``given`` made absolute, the links above it resolved; refused if it is a link itself."""
+    check_name(str(given), "--dir")
+    path = Path(os.path.abspath(given))
+    if path.is_symlink():
+        raise _refuse(f"{path} is a symbolic link")
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+class Folder:
+    """An open, trusted runtime folder; every path below is relative to it."""
+
+    def __init__(self, root: Path, fd: int) -> None:
+        self.root, self.fd = root, fd
+
+    @classmethod
+    def open(cls, root: Path, whole: bool = True) -> Folder:
+        """The existing folder ``root`` (absolute, resolved), checked with the folders above
+        it; ``whole``: everything in it too (else call :meth:`check` before trusting it)."""
+        check_name(str(root), "the runtime folder")
+        check_above(root)
+        try:
+            fd = os.open(root, _DIR)
+        except OSError as exc:
+            raise _refuse(f"{root} cannot be opened as a folder ({exc.strerror})") from None
+        folder = cls(root, fd)
+        try:
+            why = problem(str(root), os.fstat(fd))
+            if why:
+                raise _refuse(why)
+            if whole:
+                folder.check()
+        except BaseException:
+            folder.close()
+            raise
+        return folder
+
+    def check(self) -> None:
+        """Refuse the folder if anything in it is a link, special, foreign or others' to write."""
+        why = self._walk(self.fd, str(self.root))
+        if why:
+            raise _refuse(why)
+
+    @classmethod
+    def create(cls, root: Path) -> Folder:
+        """:meth:`open`, making ``root`` first (owner-only writable) if it is not there."""
+        if not os.path.lexists(root):
+            existing = next(p for p in root.parents if p.exists())
+            check_above(existing / "-")  # before anything is made below them
+            root.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+            os.mkdir(root, 0o755)
+            os.chmod(root, 0o755, follow_symlinks=False)
+        return cls.open(root)
+
+    def _walk(self, fd: int, where: str) -> str | None:
+        with os.scandir(fd) as entries:
+            found = sorted(entries, key=lambda e: e.name)
+        for entry in found:
+            path = f"{where}/{entry.name}"
+            st = entry.stat(follow_symlinks=False)
+            why = problem(path, st)
+            if why:
+                return why
+            if stat.S_ISDIR(st.st_mode):
+                sub = os.open(entry.name, _DIR, dir_fd=fd)
+                try:
+                    why = self._walk(sub, path)
+                finally:
+                    os.close(sub)
+                if why:
+                    return why
+        return None
+
+    def __enter__(self) -> Folder:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _parent(self, relpath: str, make: bool) -> tuple[int, str]:
+        """An fd of ``relpath``'s folder (the caller closes it unless it is ``self.fd``)."""
+        *dirs, name = relpath.split("/")
+        fd = self.fd
+        for part in dirs:
+            if make:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+            try:
+                sub = os.open(part, _DIR, dir_fd=fd)
+            finally:
+                if fd != self.fd:
+                    os.close(fd)
+            fd = sub
+        return fd, name
+
+    def write(self, relpath: str, data: bytes) -> None:
+        """``relpath`` holds ``data`` (mode 644): a temp file beside it, then os.replace."""
+        fd, name = self._parent(relpath, make=True)
+        tmp = f".{name}.{os.urandom(6).hex()}.compatkit-tmp"
+        try:
+            out = os.open(tmp, _NEW, 0o644, dir_fd=fd)
+            try:
+                os.fchmod(out, 0o644)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(out, view) :]
+            finally:
+                os.close(out)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            raise
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+
+    def mkdir(self, name: str) -> None:
+        """The folder ``name`` (mode 755) at the top of the folder, made if missing."""
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o755, dir_fd=self.fd)
+
+    def read(self, relpath: str) -> bytes | None:
+        """The bytes of ``relpath``, or None if it is not there (a link is refused)."""
+        try:
+            fd, name = self._parent(relpath, make=False)
+        except FileNotFoundError:
+            return None
+        try:
+            f = os.open(name, _FILE, dir_fd=fd)
+        except FileNotFoundError:
+            return None
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+        with os.fdopen(f, "rb") as stream:
+            return stream.read()
+
+    def names(self, relpath: str = "") -> list[str]:
+        if not relpath:
+            return sorted(os.listdir(self.fd))
+        try:
+            fd, _ = self._parent(f"{relpath}/x", make=False)
+        except FileNotFoundError:
+            return []
+        try:
+            return sorted(os.listdir(fd))
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+
+    def remove(self, relpath: str) -> bool:
+        """Remove the file or folder ``relpath`` (a folder with all in it); False if absent."""
+        try:
+            fd, name = self._parent(relpath, make=False)
+        except FileNotFoundError:
+            return False
+        try:
+            st = os.lstat(name, dir_fd=fd)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+            return True
+        except FileNotFoundError:
+            return False
+        finally:
+            if fd != self.fd:
+                os.close(fd)

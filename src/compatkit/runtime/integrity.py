@@ -1,0 +1,106 @@
+"""Is a runtime folder whole, and does a fresh interpreter really serve it?
+
+:func:`damage` compares the folder with its manifest: the table's and the hook's hashes, each
+patched source's hash, and the start-up code (the ``sitecustomize.py`` block or the ``.pth``).
+:func:`served` starts the target interpreter the way a user's process starts (the real
+``site`` start-up, the folder on ``PYTHONPATH`` unless a ``.pth`` starts it) and asks the
+import system for each module of the table: it must come from this folder's hook with the
+patched source (a module a patch deletes must not be found). A damaged table, a missing hook
+or source, an early import, a version change or another folder's hook all show up there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from compatkit.runtime import startfiles
+from compatkit.runtime.folder import Folder
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+DATA = "_compatkit_runtime"
+
+# Runs in the target interpreter: find (not execute) each module, as an import would.
+PROBE = """\
+import importlib.util, json, sys
+root, wanted = sys.argv[1], json.loads(sys.argv[2])
+found = {}
+for name, deleted in wanted:
+    try:
+        spec = importlib.util.find_spec(name)
+        loader = spec and spec.loader
+        if deleted:
+            found[name] = "it is importable, though a patch deletes it"
+        elif getattr(loader, "patched", "").startswith(root + "/"):
+            loader.get_data(loader.path)  # the patched source, hash checked
+        else:
+            found[name] = f"it is imported unpatched ({type(loader).__name__} from {spec.origin})"
+    except ModuleNotFoundError as exc:
+        if not deleted or exc.name != name:
+            found[name] = f"ModuleNotFoundError: {exc}"
+    except Exception as exc:
+        found[name] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(found))
+"""
+
+
+def _sha(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _startup_problem(folder: Folder, manifest: dict[str, Any]) -> str | None:
+    pth, hook = manifest.get("pth"), str(manifest["hook"])
+    if isinstance(pth, str):
+        try:
+            text = Path(pth).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return f"{pth} is missing or unreadable: nothing starts the hook"
+        ours = hook in text and f"\n{folder.root}\n" in text
+        return None if ours else f"{pth} does not start the hook in {folder.root}"
+    data = folder.read("sitecustomize.py")
+    text = "" if data is None else data.decode("utf-8", "replace")
+    if startfiles.BEGIN not in text or hook not in text:
+        return f"{folder.root}/sitecustomize.py lacks compatkit's block: nothing starts the hook"
+    return None
+
+
+def damage(folder: Folder, manifest: dict[str, Any]) -> list[str]:
+    """What of the folder differs from its manifest (empty: whole)."""
+    key, hook = str(manifest["key"]), str(manifest["hook"])
+    found = []
+    if _sha(folder.read(f"{hook}.py")) != manifest.get("hook_sha256"):
+        found.append(f"{folder.root}/{hook}.py is missing or not the hook compatkit wrote")
+    if _sha(folder.read(f"{DATA}/table.marshal")) != manifest.get("table_sha256"):
+        found.append(f"{folder.root}/{DATA}/table.marshal is missing or damaged")
+    for f in manifest["files"]:
+        if f["patched"] is not None:
+            path = f"{DATA}/src/{key}/{f['relpath']}"
+            if _sha(folder.read(path)) != f["patched"]:
+                found.append(f"{folder.root}/{path}: not the patched source compatkit wrote")
+    startup = _startup_problem(folder, manifest)
+    return found + ([startup] if startup else [])
+
+
+def served(root: Path, manifest: dict[str, Any], environ: dict[str, str]) -> list[str]:
+    """What a fresh start of the target interpreter does not serve from ``root``."""
+    wanted = [[str(f["module"]), f["patched"] is None] for f in manifest["files"]]
+    env = {**environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if manifest.get("pth") is None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    cmd = [str(manifest["python"]), "-c", PROBE, str(root), json.dumps(wanted)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/", timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"cannot start {cmd[0]} ({exc})"]
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        said = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        return [f"a fresh {cmd[0]} fails: {said[-1] if said else f'exit {proc.returncode}'}"]
+    problems: dict[str, str] = json.loads(lines[-1])
+    return [f"{name}: {why}" for name, why in problems.items()]

@@ -1,0 +1,132 @@
+"""The start-up code of a runtime folder: a marked block in ``DIR/sitecustomize.py``, or the
+``.pth`` / ``.start`` pair in site-packages.
+
+The block is compatkit's only part of ``sitecustomize.py``: install puts it first and keeps
+every other line; uninstall removes it and nothing else (the file too, if nothing else is
+left). A damaged block (a begin marker without its end, two blocks) or an import of the hook
+outside the block is refused, never guessed at, so no uninstall leaves a dangling import.
+
+The block runs a small boot function (the same code in the ``.pth`` import line): it checks the
+folder (owner, mode, no links) and the hook file before importing the hook, and then starts it
+with the names of the modules the table must patch. If any of that fails, the interpreter stops
+with one line (docs/delivery.md, "Runtime mode"): with no working hook, those modules would be
+imported unpatched.
+
+>>> text = with_block("import mine\\n", block("/rt", "_compatkit_hook_x", ["m"], ["ps"], True))
+>>> without_block(text)
+'import mine\\n'
+"""
+
+from __future__ import annotations
+
+from compatkit.errors import CompatkitError
+
+BEGIN = "# >>> compatkit runtime >>>"
+END = "# <<< compatkit runtime <<<"
+HOOK_PREFIX = "_compatkit_hook_"
+LEGACY = "# compatkit runtime hook"  # the first line of a whole-file sitecustomize.py (before)
+
+# Runs at every start of the target interpreter: standard library only, nothing heavy.
+BOOT = """\
+def _compatkit_boot(root, hook, modules, chain):
+    import os, stat, sys
+    def bad(path, above):
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            return path + " is a symbolic link"
+        if st.st_uid not in (0, os.geteuid()):
+            return f"{path} is owned by another user (uid {st.st_uid})"
+        if st.st_mode & 0o022 and not (above and st.st_mode & stat.S_ISVTX):
+            return f"{path} is writable by others"
+        return None
+    why = None
+    try:
+        parts = root.split("/")
+        paths = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
+        cache = os.path.join(root, "__pycache__")
+        below = [root, os.path.join(root, hook + ".py")] + [cache] * os.path.lexists(cache)
+        found = [bad(p, True) for p in paths] + [bad(p, False) for p in below]
+        why = next(filter(None, found), None)
+        if why is None:
+            start = __import__(hook).start
+    except Exception as exc:
+        why = f"the runtime hook {hook} cannot be imported ({type(exc).__name__}: {exc})"
+    if why:
+        sys.stderr.write(
+            f"compatkit runtime: refusing to start: {why}, and {', '.join(modules)} must not "
+            f"be imported unpatched; run 'compatkit runtime install' again, or 'compatkit "
+            f"runtime uninstall --dir {root}'\\n"
+        )
+        sys.stderr.flush()
+        os._exit(1)
+    start(root, modules)
+    if chain:
+        __import__(hook).chain_sitecustomize(os.path.join(root, "sitecustomize.py"))
+"""
+
+
+def _call(root: str, hook: str, modules: list[str], chain: bool) -> str:
+    return f"_compatkit_boot({root!r}, {hook!r}, {tuple(modules)!r}, {chain})"
+
+
+def block(root: str, hook: str, modules: list[str], names: list[str], chain: bool) -> str:
+    """compatkit's block of ``sitecustomize.py`` (``chain``: run the one it shadows)."""
+    return (
+        f"{BEGIN}\n"
+        f"# applies {', '.join(names)} at import time. Written by 'compatkit runtime install'\n"
+        f"# (or exec); 'compatkit runtime uninstall --dir {root}' removes this block, and\n"
+        "# only it. Nothing in site-packages is changed.\n"
+        f"{BOOT}{_call(root, hook, modules, chain)}\n"
+        "del _compatkit_boot\n"
+        f"{END}\n"
+    )
+
+
+def pth_lines(root: str, hook: str, modules: list[str], names: list[str]) -> str:
+    """The ``.pth`` file: a comment, the folder (a path line), one import line."""
+    code = f"{BOOT}{_call(root, hook, modules, False)}\n"
+    return (
+        f"# compatkit runtime hook: applies {', '.join(names)} at import time; remove it with "
+        f"'compatkit runtime uninstall --dir {root}'\n"
+        f"{root}\nimport sys; exec({code!r})\n"
+    )
+
+
+def _split(text: str, where: str) -> tuple[str, str, str] | None:
+    """(before, block, after) of ``text``, or None without a block; a damaged one is refused."""
+    lines = text.splitlines(keepends=True)
+    begins = [i for i, ln in enumerate(lines) if ln.rstrip("\r\n") == BEGIN]
+    ends = [i for i, ln in enumerate(lines) if ln.rstrip("\r\n") == END]
+    if not begins and not ends:
+        return None
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise CompatkitError(
+            f"{where}: compatkit's block is damaged ({len(begins)} begin and {len(ends)} end "
+            f"markers); remove the lines between '{BEGIN}' and '{END}' yourself"
+        )
+    b, e = begins[0], ends[0] + 1
+    return "".join(lines[:b]), "".join(lines[b:e]), "".join(lines[e:])
+
+
+def without_block(text: str, where: str = "sitecustomize.py") -> str:
+    """``text`` less compatkit's block; refused if the rest still imports the hook."""
+    if text.startswith(LEGACY):  # written whole by compatkit before the block existed
+        return ""
+    parts = _split(text, where)
+    rest = text if parts is None else parts[0] + parts[2]
+    if HOOK_PREFIX in rest:
+        raise CompatkitError(
+            f"{where}: a line outside compatkit's block imports the runtime hook "
+            f"({HOOK_PREFIX}...); remove it yourself, then run this again"
+        )
+    return rest
+
+
+def with_block(text: str | None, new_block: str, where: str = "sitecustomize.py") -> str:
+    """``text`` (None: no file) with ``new_block`` first, every other line kept; last if the
+    rest has a ``from __future__`` import, which must stay first (the hook then starts after
+    the user's lines: an import of a patched module there refuses the start, loudly)."""
+    rest = "" if text is None else without_block(text, where)
+    if "from __future__" in rest:
+        return rest + ("" if rest.endswith("\n") else "\n") + new_block
+    return new_block + rest

@@ -1,0 +1,211 @@
+"""Runtime mode fails closed: a module the table says must be patched is never imported
+unpatched (docs/delivery.md, "Runtime mode"). Each case is tried both ways the hook gets in:
+``DIR/sitecustomize.py`` on PYTHONPATH, and the ``.pth`` file in site-packages."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Demo, build_wheel
+
+PROBE = "import demo.greet; print(demo.greet.hello('x'))"
+FORMS = pytest.mark.parametrize("pth", [False, True], ids=["sitecustomize", "pth"])
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    return {**env, "COMPATKIT_CACHE_DIR": str(tmp_path / "cache"), **extra}
+
+
+def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _install(demo: Demo, tmp_path: Path, pth: bool) -> tuple[Path, dict[str, str]]:
+    root = tmp_path / "rt"
+    args = ["runtime", "install", "demo-fix", "--dir", str(root), *(["--pth"] if pth else [])]
+    code, _, err = demo.run(*args)
+    assert code == 0, err
+    env = _env(tmp_path, **({} if pth else {"PYTHONPATH": str(root)}))
+    assert run([demo.venv.python, "-c", PROBE], env).stdout.strip() == "hi x"
+    return root, env
+
+
+def _refused_start(demo: Demo, env: dict[str, str], *words: str) -> None:
+    """The interpreter stops before the program runs, with one line naming what and why."""
+    swallow = f"try:\n    {PROBE}\nexcept Exception:\n    print('swallowed')\n"
+    proc = run([demo.venv.python, "-c", swallow], env)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("compatkit runtime: refusing to start"), line
+    for word in words:
+        assert word in line, (word, line)
+
+
+def _verify_fails(demo: Demo, root: Path, *words: str) -> None:
+    code, _, err = demo.run("verify", "--runtime", str(root))
+    assert code == 1, err
+    for word in words:
+        assert word in err, (word, err)
+
+
+@FORMS
+def test_a_damaged_or_missing_table_refuses_the_start(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    root, env = _install(demo, tmp_path, pth)
+    table = root / "_compatkit_runtime" / "table.marshal"
+    good = table.read_bytes()
+    table.write_bytes(good[: len(good) // 2])
+    _refused_start(demo, env, "is missing or damaged", "demo.greet", "demo.util")
+    _verify_fails(demo, root, "table.marshal is missing or damaged")
+    doc = marshal.loads(good)
+    del doc["modules"]["demo.greet"]  # well-formed, but it lost a module
+    table.write_bytes(marshal.dumps(doc))
+    _refused_start(demo, env, "lacks demo.greet, which it must patch")
+    _verify_fails(demo, root, "table.marshal is missing or damaged")
+    table.unlink()
+    _refused_start(demo, env, "is missing or damaged")
+    _verify_fails(demo, root, "table.marshal is missing or damaged")
+
+
+@FORMS
+def test_a_missing_hook_refuses_the_start(demo: Demo, tmp_path: Path, pth: bool) -> None:
+    root, env = _install(demo, tmp_path, pth)
+    (hook,) = root.glob("_compatkit_hook_*.py")
+    hook.unlink()
+    _refused_start(demo, env, "demo.greet", "must not be imported unpatched")
+    _verify_fails(demo, root, f"{hook} is missing or not the hook compatkit wrote")
+
+
+@FORMS
+def test_a_missing_source_is_refused_at_import_and_not_as_an_import_error(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    root, env = _install(demo, tmp_path, pth)
+    (src,) = root.glob("_compatkit_runtime/src/*/demo/greet.py")
+    src.unlink()
+    swallow = f"try:\n    {PROBE}\nexcept ImportError:\n    print('swallowed')\n"
+    proc = run([demo.venv.python, "-c", swallow], env)
+    assert proc.returncode == 1 and "swallowed" not in proc.stdout
+    assert "RuntimeRefusal: compatkit runtime: refusing to import demo.greet" in proc.stderr
+    assert "patched source cannot be read" in proc.stderr
+    _verify_fails(demo, root, "demo/greet.py: not the patched source compatkit wrote")
+
+
+EARLY = "import demo.greet\n"
+
+
+@FORMS
+def test_an_early_import_refuses_the_start_and_fails_install_and_verify(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    root, env = _install(demo, tmp_path, pth)
+    early = demo.venv.site / "0-early.pth"  # sorts before compatkit's own .pth
+    early.write_text(EARLY)
+    _refused_start(demo, env, "demo.greet was imported before the runtime hook in")
+    _verify_fails(demo, root, "demo.greet was imported before the runtime hook in")
+    form = ["--pth"] if pth else []
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(root), *form)
+    assert code == 1 and "does not work, so it was removed again" in err, err
+    assert not (root / "_compatkit_runtime").exists()
+    assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))
+    code, _, err = demo.run("exec", "demo-fix", "--", demo.venv.python, "-c", PROBE)
+    assert code == 1
+
+
+def test_a_version_change_fails_verify(demo: Demo, tmp_path: Path) -> None:
+    root, env = _install(demo, tmp_path, pth=False)
+    files = {
+        p.relative_to(demo.venv.site).as_posix(): p.read_bytes()
+        for p in demo.venv.site.glob("demo/*.py")
+    }
+    (tmp_path / "w11").mkdir()
+    demo.venv.install(
+        build_wheel(tmp_path / "w11", "demo", "1.1", files), "uv", "--link-mode", "copy"
+    )
+    proc = run([demo.venv.python, "-c", f"try:\n {PROBE}\nexcept ImportError: pass"], env)
+    assert proc.returncode == 1 and "RuntimeRefusal" in proc.stderr
+    _verify_fails(demo, root, "demo 1.0 is no longer installed")
+    # exec --force: as apply --force, prepared for what is installed despite the mismatch
+    code, _, err = demo.run("exec", "demo-fix", "--", "true")
+    assert code == 1 and "needs demo==1.0, found demo 1.1" in err
+    cmd = demo.command("exec", "--force", "demo-fix", "--", demo.venv.python, "-c", PROBE)
+    proc = run(cmd, _env(tmp_path))
+    assert proc.returncode == 0 and proc.stdout.strip() == "hi x", proc.stderr
+
+
+def test_a_second_folder_patching_the_same_module_is_refused(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = _install(demo, tmp_path, pth=True)
+    second = tmp_path / "rt2"
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(second))
+    assert code == 1 and f"already patched by the active runtime folder {first}" in err, err
+    assert not second.exists()
+    assert demo.run("runtime", "uninstall", "--dir", str(first))[0] == 0
+    first, _ = _install(demo, tmp_path, pth=False)
+    monkeypatch.setenv("PYTHONPATH", str(first))
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(second), "--pth")
+    assert code == 1 and f"already patched by the active runtime folder {first}" in err, err
+    monkeypatch.delenv("PYTHONPATH")
+    # both started anyway (installed apart): the start is refused, neither silently dropped
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(second))[0] == 0
+    both = _env(tmp_path, PYTHONPATH=f"{second}{os.pathsep}{first}")
+    _refused_start(demo, both, f"{second} ", f"{first} ", "both patch demo.greet, demo.util")
+    monkeypatch.setenv("PYTHONPATH", str(first))  # each folder's verify sees the other
+    _verify_fails(demo, second, "both patch demo.greet, demo.util")
+    monkeypatch.setenv("PYTHONPATH", str(second))
+    _verify_fails(demo, first, "both patch demo.greet, demo.util")
+    monkeypatch.delenv("PYTHONPATH")
+    # exec with a folder already active: the command's start is refused too
+    cmd = demo.command("exec", "demo-fix", "--", demo.venv.python, "-c", PROBE)
+    proc = run(cmd, _env(tmp_path, PYTHONPATH=str(first)))
+    assert proc.returncode == 1 and "both patch demo.greet, demo.util" in proc.stderr
+
+
+def test_exec_rebuilds_a_damaged_cache_folder(demo: Demo, tmp_path: Path) -> None:
+    cmd = demo.command("exec", "demo-fix", "--", demo.venv.python, "-c", PROBE)
+    assert run(cmd, _env(tmp_path)).stdout.strip() == "hi x"
+    (root,) = (tmp_path / "cache" / "runtime").iterdir()
+    table = root / "_compatkit_runtime" / "table.marshal"
+    good = table.read_bytes()
+    table.write_bytes(b"junk")
+    (src,) = root.glob("_compatkit_runtime/src/*/demo/util.py")
+    src.unlink()
+    proc = run(cmd, _env(tmp_path))
+    assert proc.returncode == 0 and proc.stdout.strip() == "hi x", proc.stderr
+    assert table.read_bytes() == good and src.is_file()
+    # a cache folder the user does not own is refused, not used or removed
+    os.chown(root, 12345, 12345)
+    proc = run(cmd, _env(tmp_path))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"compatkit: error: refusing the runtime folder: {root} is owned by another user "
+        "(uid 12345); use a folder only you can write"
+    ]
+
+
+@FORMS
+def test_a_folder_damaged_past_its_manifest_can_still_be_uninstalled(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    root, env = _install(demo, tmp_path, pth)
+    (root / "_compatkit_runtime" / "manifest.json").unlink()
+    _verify_fails(demo, root, "its manifest is missing, but its start-up code is there")
+    code, _, err = demo.run("runtime", "uninstall", "--dir", str(root))
+    assert code == 0, err
+    assert not list(root.glob("_compatkit_*")) and not (root / "sitecustomize.py").exists()
+    assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))  # found without a manifest
+    proc = run([demo.venv.python, "-c", PROBE], env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "hello x", proc.stderr

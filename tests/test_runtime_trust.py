@@ -1,0 +1,201 @@
+"""Runtime folders are trusted only when the effective user (or root) owns them and nobody else
+can write them; nothing is reached through a link; sitecustomize.py keeps the user's lines
+(docs/security.md, "Runtime folders"). Attacks by another user run as a spare uid."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import Demo
+
+ATTACKER = 12345
+PROBE = "import demo.greet; print(demo.greet.hello('x'))"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    return {**env, "COMPATKIT_CACHE_DIR": str(tmp_path / "cache"), **extra}
+
+
+def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+
+def as_attacker(*cmd: str) -> None:
+    """Run ``cmd`` as the spare uid (no groups), as another local user would."""
+    ids = ["--reuid", str(ATTACKER), "--regid", str(ATTACKER), "--clear-groups"]
+    subprocess.run(["setpriv", *ids, *cmd], check=True, capture_output=True)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A root-owned 0755 folder another user can reach (pytest's tmp_path is root's 0700)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to act as another user")
+    base = Path(tempfile.mkdtemp(prefix="compatkit-shared-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base)
+
+
+def test_a_dir_that_is_a_link_is_refused(demo: Demo, tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / "rt"
+    link.symlink_to(target)
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(link))
+    assert code == 1 and err.strip().splitlines() == [
+        f"compatkit: error: refusing the runtime folder: {link} is a symbolic link; "
+        "use a folder only you can write"
+    ]
+    assert list(target.iterdir()) == []
+
+
+def test_a_link_inside_the_folder_is_never_followed(demo: Demo, tmp_path: Path) -> None:
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    victim = tmp_path / "victim"
+    (victim / "keep").mkdir(parents=True)
+    (victim / "keep" / "data.txt").write_text("precious\n")
+    src = root / "_compatkit_runtime" / "src"
+    shutil.rmtree(src)
+    src.symlink_to(victim)  # an update used to empty every folder it found here
+    for args in (["runtime", "install", "demo-fix"], ["runtime", "uninstall"]):
+        code, _, err = demo.run(*args, "--dir", str(root))
+        assert code == 1 and f"{src} is a symbolic link" in err, err
+        assert len(err.strip().splitlines()) == 1
+    assert (victim / "keep" / "data.txt").read_text() == "precious\n"
+    code, _, err = demo.run("verify", "--runtime", str(root))
+    assert code == 1 and f"{src} is a symbolic link" in err
+
+
+def test_another_users_folder_is_refused_and_their_code_never_runs(
+    demo: Demo, tmp_path: Path, shared: Path
+) -> None:
+    root = shared / "rt"
+    root.mkdir()
+    os.chown(root, ATTACKER, ATTACKER)  # the attacker's own folder
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(root))
+    assert code == 1 and f"{root} is owned by another user (uid {ATTACKER})" in err
+    assert list(root.iterdir()) == []
+    os.chown(root, 0, 0)
+    for mode in (0o777, 0o775):  # writable by everyone, or by a group
+        root.chmod(mode)
+        code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(root))
+        assert code == 1 and "is writable by others" in err, err
+        assert list(root.iterdir()) == []
+    above = shared / "above"
+    above.mkdir()
+    os.chown(above, ATTACKER, ATTACKER)  # a folder above it the attacker can rename things in
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(above / "rt"))
+    assert code == 1 and f"{above} is owned by another user" in err
+    assert not (above / "rt").exists()
+
+
+@pytest.mark.parametrize("pth", [False, True], ids=["pythonpath", "pth"])
+def test_the_hook_refuses_a_folder_made_writable_after_install(
+    demo: Demo, tmp_path: Path, shared: Path, pth: bool
+) -> None:
+    root = shared / "rt"
+    args = ["runtime", "install", "demo-fix", "--dir", str(root), *(["--pth"] if pth else [])]
+    assert demo.run(*args)[0] == 0
+    env = _env(tmp_path, **({} if pth else {"PYTHONPATH": str(root)}))
+    assert run([demo.venv.python, "-c", PROBE], env).stdout.strip() == "hi x"
+    root.chmod(0o777)  # a careless chmod; then another user swaps the hook's code
+    pwned = shared / "pwned"
+    (hook,) = root.glob("_compatkit_hook_*.py")
+    evil = f"open({str(pwned)!r}, 'w').write('ran')\ndef start(*a):\n    pass\n"
+    as_attacker("sh", "-c", f'rm -f {hook} && printf %s "$0" > {hook}', evil)
+    proc = run([demo.venv.python, "-c", PROBE], env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert not pwned.exists()  # the attacker's code never ran as root
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("compatkit runtime: refusing to start: ")
+    assert f"{root} is writable by others" in line and "demo.greet" in line
+
+
+def test_control_characters_and_site_packages_are_refused(demo: Demo, tmp_path: Path) -> None:
+    evil = str(tmp_path / "rt\nimport os; os.system('touch /tmp/x')")
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", evil, "--pth")
+    assert code == 2 and "has a control character ('\\n')" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))
+    assert not list(tmp_path.glob("rt*"))
+    inside = demo.venv.site / "ck-hook"
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(inside))
+    assert code == 2 and "is inside site-packages" in err and "compatkit wheel" in err
+    assert not inside.exists()
+
+
+USER_LINES = "import builtins\nbuiltins.MINE = 'mine'\n"
+MINE = "import builtins, demo.greet as g; print(getattr(builtins, 'MINE', '-'), g.hello('x'))"
+
+
+def test_sitecustomize_keeps_the_users_lines(demo: Demo, tmp_path: Path) -> None:
+    root = tmp_path / "rt"
+    root.mkdir()
+    site = root / "sitecustomize.py"
+    site.write_text(USER_LINES)
+    env = _env(tmp_path, PYTHONPATH=str(root))
+    for _ in range(2):  # install, then re-install
+        assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+        assert site.read_text().endswith(USER_LINES)
+        assert run([demo.venv.python, "-c", MINE], env).stdout.strip() == "mine hi x"
+    assert demo.run("verify", "--runtime", str(root))[0] == 0
+    code, out, _ = demo.run("runtime", "uninstall", "--dir", str(root))
+    assert code == 0 and "removed" in out
+    assert site.read_text() == USER_LINES  # exactly what the user had
+    assert run([demo.venv.python, "-c", MINE], env).stdout.strip() == "mine hello x"
+
+
+def test_uninstall_after_the_user_edited_sitecustomize_leaves_no_dangling_import(
+    demo: Demo, tmp_path: Path
+) -> None:
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    site = root / "sitecustomize.py"
+    site.write_text("# my own first line\n" + site.read_text() + USER_LINES)
+    assert demo.run("runtime", "uninstall", "--dir", str(root))[0] == 0
+    assert site.read_text() == "# my own first line\n" + USER_LINES
+    proc = run([demo.venv.python, "-c", MINE], _env(tmp_path, PYTHONPATH=str(root)))
+    assert proc.stdout.strip() == "mine hello x" and proc.stderr == ""
+    # a block whose end marker the user deleted is refused, and nothing is removed
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    damaged = site.read_text().replace("# <<< compatkit runtime <<<\n", "")
+    site.write_text(damaged)
+    code, _, err = demo.run("runtime", "uninstall", "--dir", str(root))
+    assert code == 1 and "compatkit's block is damaged" in err
+    assert site.read_text() == damaged and list(root.glob("_compatkit_hook_*.py"))
+
+
+def test_the_block_goes_after_a_future_import_and_a_legacy_file_is_all_ours() -> None:
+    from compatkit.errors import CompatkitError
+    from compatkit.runtime import startfiles
+
+    own = startfiles.block("/rt", "_compatkit_hook_x", ["m"], ["ps"], chain=True)
+    compile(own, "sitecustomize.py", "exec")  # the boot code itself compiles
+    future = "from __future__ import annotations\nimport mine\n"
+    with_future = startfiles.with_block(future, own)
+    assert with_future.startswith(future) and with_future.endswith(own)
+    compile(with_future, "sitecustomize.py", "exec")  # a __future__ import must stay first
+    assert startfiles.without_block(with_future) == future
+    assert startfiles.with_block(startfiles.with_block("x = 1\n", own), own) == own + "x = 1\n"
+    legacy = "# compatkit runtime hook: applies ps at import time.\nimport _compatkit_hook_y\n"
+    assert startfiles.without_block(legacy) == ""
+    copied = "import _compatkit_hook_x  # a user copied the import out of the block\n"
+    with pytest.raises(CompatkitError, match="a line outside compatkit's block imports"):
+        startfiles.without_block(own + copied)
+    with pytest.raises(CompatkitError, match="2 begin and 2 end markers"):
+        startfiles.without_block(own + own)
