@@ -130,7 +130,10 @@ def test_runtime_folders_patches_are_listed(demo: Demo, tmp_path: Path) -> None:
     ids, props = _runtime_patches(valid(demo.run("sbom")[1]))
     assert ids == ["demo-fix:patch-1", "demo-fix:patch-2"], "the .pth starts it: active"
     code, _, err = demo.run("sbom", "--runtime", str(tmp_path / "nothing"))
-    assert code == 2 and "holds no compatkit runtime" in err
+    assert code == 2 and "no such folder" in err, err
+    (tmp_path / "empty").mkdir(mode=0o755)
+    code, _, err = demo.run("sbom", "--runtime", str(tmp_path / "empty"))
+    assert code == 2 and "holds no compatkit runtime" in err, err
 
 
 NO_EXTRA = """

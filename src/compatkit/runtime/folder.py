@@ -96,6 +96,8 @@ class Folder:
         check_above(root)
         try:
             fd = os.open(root, _DIR)
+        except FileNotFoundError:
+            raise UsageError(f"{root}: no such folder") from None
         except OSError as exc:
             raise _refuse(f"{root} cannot be opened as a folder ({exc.strerror})") from None
         folder = cls(root, fd)
