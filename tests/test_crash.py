@@ -147,7 +147,7 @@ def test_sigkill_200_file_patchset(bulk: CrashTarget) -> None:
 
 
 def _touched(target: CrashTarget) -> list[str]:
-    from compatkit.patchset import load_patchset
+    from compatkit.validate import load_patchset
 
     ps = load_patchset(target.patchsets / target.name)
     return [fd.path for p in ps.patches for fd in p.files]

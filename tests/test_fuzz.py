@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from compatkit.diffparse import parse_diff
 from compatkit.engine import SeriesConflict, apply_file, apply_series
 from compatkit.errors import CompatkitError
-from compatkit.patchset import load_patchset, parse_patch
+from compatkit.patchset import parse_patch
 from compatkit.target import Environment
+from compatkit.validate import load_patchset
 from conftest import DEMO_FILES, UV, Venv, build_wheel, write_patchset
 from fuzzgen import corpus_files, patch_bytes
 from reliability import FULL, FUZZ_EXAMPLES, Result, report, run_inprocess, snapshot

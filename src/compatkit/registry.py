@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from compatkit.errors import UsageError
-from compatkit.patchset import Patch, Patchset, load_patchset
+from compatkit.patchset import Patch, Patchset
 
 
 def bundled_dirs() -> list[Path]:
@@ -63,6 +63,8 @@ class Registry:
         if name not in locations:
             known = ", ".join(sorted(locations)) or "none"
             raise UsageError(f"unknown patchset {name!r} (known: {known})")
+        from compatkit.validate import load_patchset  # imported on the first load only
+
         patchset = load_patchset(locations[name])
         self._cache[name] = patchset
         return patchset
