@@ -23,7 +23,7 @@ from compatkit.errors import (
     UsageError,
 )
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: importing typing costs P1 3 ms, +0.2× python -c pass
 if TYPE_CHECKING:
     from argparse import Namespace
     from typing import Any

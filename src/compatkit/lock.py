@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from compatkit.errors import CompatkitError
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: importing typing costs P1 3 ms, +0.2× python -c pass
 if TYPE_CHECKING:
     from compatkit.target import Dist
 

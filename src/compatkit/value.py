@@ -23,6 +23,7 @@ def _names(cls: type) -> list[str]:
     return [s for s in cls.__slots__ if not s.startswith("_")]  # type: ignore[attr-defined]
 
 
+# kept over dataclass(slots=True): explain patch-6 +21 ms CPU, 4.0× → 5.4× python -c pass
 class Value:
     __slots__ = ()
 

@@ -31,7 +31,7 @@ import os
 import sys
 from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: typing costs a bare python +19 ms CPU on its 18
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import CodeType

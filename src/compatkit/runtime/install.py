@@ -30,7 +30,7 @@ from compatkit import atomic
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: importing typing costs P1 3 ms, +0.2× python -c pass
 if TYPE_CHECKING:
     from typing import Any
 
