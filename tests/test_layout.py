@@ -246,3 +246,20 @@ cli.py
         "argv.py",
         "plan.py",
     }
+
+
+def test_noxfile_docstring_lists_every_session() -> None:
+    """``nox -l`` shows each session's first docstring line; the module docstring lists them."""
+    tree = ast.parse((SRC.parent / "noxfile.py").read_text())
+    listed = ast.get_docstring(tree) or ""
+    sessions = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any("session" in ast.unparse(d) for d in node.decorator_list)
+    ]
+    assert len(sessions) >= 10
+    undocumented = [s.name for s in sessions if not ast.get_docstring(s)]
+    unlisted = [s.name for s in sessions if not re.search(rf"\b{s.name}\b", listed)]
+    assert not undocumented, f"sessions without a docstring: {undocumented}"
+    assert not unlisted, f"sessions the noxfile's docstring does not list: {unlisted}"
