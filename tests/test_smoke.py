@@ -64,6 +64,7 @@ def test_prove_catches_a_smoke_test_that_cannot_fail(demo: Demo) -> None:
     assert code == 1 and "not proven both ways: patch-2" in err
 
 
+@pytest.mark.slow
 def test_upstream_classifies_by_smoke_test_and_by_diff(demo: Demo) -> None:
     _add_pytest(demo)
     code, out, err = demo.run("upstream", "demo-fix", "--against", "demo==1.0", "--json")
