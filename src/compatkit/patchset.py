@@ -15,7 +15,7 @@ from compatkit.diffparse import FileDiff, shown
 from compatkit.errors import PatchFormatError
 from compatkit.value import Value
 
-TYPE_CHECKING = False  # not typing's: importing typing costs P1 3 ms, +0.2× python -c pass
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet

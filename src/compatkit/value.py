@@ -23,7 +23,7 @@ def _names(cls: type) -> list[str]:
     return [s for s in cls.__slots__ if not s.startswith("_")]  # type: ignore[attr-defined]
 
 
-# kept over dataclass(slots=True): explain patch-6 +21 ms CPU, 4.0× → 5.4× python -c pass
+# kept over dataclass(slots=True), which moves bench P1 explain patch-6 3.95× → 5.17×
 class Value:
     __slots__ = ()
 
