@@ -131,7 +131,8 @@ def test_no_import_cycles() -> None:
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
+    """A package ``pkg`` under ``tmp_path`` holding ``files`` (``__init__.py`` empty)."""
+    for rel, text in {"__init__.py": "", **files}.items():
         path = tmp_path / "pkg" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -142,7 +143,6 @@ def test_a_cycle_through_a_lazy_relative_import_is_found_and_named(tmp_path: Pat
     src = _package(
         tmp_path,
         {
-            "__init__.py": "",
             "model.py": "from pkg.sub import loader\n",
             "sub/__init__.py": "",
             "sub/loader.py": "from . import helper\n",
@@ -163,15 +163,9 @@ def test_a_cycle_through_a_lazy_relative_import_is_found_and_named(tmp_path: Pat
 
 
 def test_type_checking_imports_count_and_a_tree_has_no_cycle(tmp_path: Path) -> None:
-    src = _package(
-        tmp_path,
-        {
-            "__init__.py": "",
-            "a.py": "from pkg import b\n",
-            "b.py": "from pkg.c import thing\n",
-            "c.py": "import typing\nthing = 1\nif typing.TYPE_CHECKING:\n    from pkg import a\n",
-        },
-    )
+    c_text = "import typing\nthing = 1\nif typing.TYPE_CHECKING:\n    from pkg import a\n"
+    files = {"a.py": "from pkg import b\n", "b.py": "from pkg.c import thing\n", "c.py": c_text}
+    src = _package(tmp_path, files)
     assert [c[:-1] for c in cycles(import_graph(src, "pkg"))] == [["pkg.a", "pkg.b", "pkg.c"]]
     (src / "pkg" / "c.py").write_text("thing = 1\n")
     assert cycles(import_graph(src, "pkg")) == []
