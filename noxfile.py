@@ -1,5 +1,18 @@
-"""Sessions: tests, lint, proof (speculators-vllm016 both ways), wheel_proof, demo. Run with
-``nox -s NAME``."""
+"""compatkit's sessions; run one with ``nox -s NAME`` (plain ``nox`` runs tests and lint).
+
+- tests: pytest, everything; ``nox -s tests -- -m "not slow and not real"`` is the fast subset
+- lint: ruff, ruff format --check, mypy --strict, ``compatkit lint`` on every patchset
+- reliability: the crash, journal, fuzz, concurrency and security tests in full mode
+- proof: ``compatkit prove`` for each bundled patchset on its real stack
+- wheel_proof: the patched speculators wheel installed with vLLM 0.16.0, checked and smoke-tested
+- runtime: runtime mode on the real stack (tests/test_runtime_real.py)
+- demo: the README demo on the real stack, then a byte-identical check
+- matrix(cell=ID): one cell of matrix.toml; compat_docs: docs/compatibility.md from the results
+- bench: the benchmarks into docs/benchmarks.md; bench_quick: each once, small (CI)
+
+.ci/run lists the ones CI runs. The real stack (speculators + vLLM, about 10 GB on an empty uv
+cache) is installed once per session under .nox/_envs.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +40,10 @@ REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The unit and integration tests (real wheels in real temp venvs, a local Ray cluster)."""
+    """Every test; ``nox -s tests -- -m "not slow and not real"`` is the fast subset.
+
+    Real wheels in real temp venvs, a local Ray cluster (``slow``), packages from PyPI
+    (``real``); arguments go to pytest. tests/test_runtime_real.py runs in ``runtime``."""
     session.install("-e", ".[test,ray]")
     session.run("pytest", *session.posargs)
 
@@ -59,7 +75,9 @@ def reliability(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff and mypy --strict."""
+    """ruff check and format --check, mypy --strict, compatkit lint of every patchset.
+
+    ``compatkit lint`` checks each bundled patchset against its pristine target wheel."""
     session.install("-e", ".[test,ray]", "ruff", "mypy", "nox")
     session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
     session.run("ruff", "format", "--check", "src", "tests", "noxfile.py", "bench")
@@ -101,7 +119,9 @@ def _real_env(
 
 @nox.session(python=PYTHON)
 def proof(session: nox.Session) -> None:
-    """Every bundled patchset's smoke tests: fail unpatched, fail without their patch, pass."""
+    """compatkit prove for each bundled patchset on its own real stack (build/proof).
+
+    Every smoke test must fail unpatched, fail without its patch, and pass patched."""
     session.install("-e", ".")
     for patchset, stack in (
         ("speculators-vllm016", REAL_STACK),
@@ -194,8 +214,11 @@ def _snapshot(site: Path, dist_info: str) -> dict[str, bytes]:
 
 @nox.session(python=PYTHON)
 def demo(session: nox.Session) -> None:
-    """The README demo: status, apply, smoke, explain patch-6, revert, byte-identical check.
-    Each step is shown once, as the command a user would type (tests/test_newuser.py)."""
+    """The README demo on the real stack, then a byte-identical check after the revert.
+
+    status, apply, verify, smoke, explain patch-6, revert; then every file of speculators'
+    RECORD and dist-info must hold its bytes from before. Each step is shown once, as the
+    command a user would type (tests/test_newuser.py)."""
     session.install("-e", ".", silent=True)
     venv = ROOT / ".nox" / "_envs" / "demo"
     session.run("rm", "-rf", str(venv), external=True, log=False)
@@ -224,7 +247,11 @@ def demo(session: nox.Session) -> None:
 @nox.session(python=False)
 @nox.parametrize("cell", [str(c["id"]) for c in _cells()])
 def matrix(session: nox.Session, cell: str) -> None:
-    """One version-matrix cell: env, packages, compatkit, apply, verify, smoke, revert, pristine."""
+    """One matrix.toml cell: compatkit matrix run in the cell's venv (into build/matrix).
+
+    The cell's packages in their own venv with compatkit installed there; ``matrix run`` then,
+    per patchset and mode, applies, verifies, smoke-tests and reverts (or classifies each patch
+    against upstream), checks the install is pristine after, and compares with the expected."""
     spec = next(c for c in _cells() if c["id"] == cell)
     venv = ROOT / ".nox" / "_envs" / f"cell-{cell}"
     packages = [str(p) for p in spec["packages"]]  # type: ignore[attr-defined]
@@ -260,13 +287,18 @@ def compat_docs(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """P1-P4 as ratios to references measured in the same run; writes docs/benchmarks.md."""
+    """P1-P7 and F1 (bench/run.py) on the real stack; writes docs/benchmarks.md.
+
+    Each a ratio to a reference measured in the same run, with compatkit installed in the
+    real-stack venv as users get it (not editable, bytecode compiled)."""
     _bench(session, quick=False)
 
 
 @nox.session(python=PYTHON)
 def bench_quick(session: nox.Session) -> None:
-    """The benchmarks once each at small sizes (CI: proves they run; asserts no timings)."""
+    """The benchmarks once each at small sizes, into build/benchmarks-quick.md (CI).
+
+    It proves the scripts run; it asserts no timings."""
     _bench(session, quick=True)
 
 

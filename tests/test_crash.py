@@ -51,6 +51,7 @@ def every(total: int) -> list[int]:
     return list(range(1, total + 1))
 
 
+@pytest.mark.slow
 def test_sigkill_at_every_step_of_apply_and_revert(demo: Demo, pycache: Path) -> None:
     target = CrashTarget(
         demo.venv, demo.patchsets, "demo-fix", "demo", pycache_under=("demo/",),
@@ -137,6 +138,7 @@ def bulk(tmp_path: Path, make_venv: Callable[..., Venv], pycache: Path) -> Crash
     )
 
 
+@pytest.mark.slow
 def test_sigkill_200_file_patchset(bulk: CrashTarget) -> None:
     """Fast mode: the first and last three points and every 50th; COMPATKIT_FULL=1: all."""
     figures = crash_both_ways(bulk, lambda total: sample(total, every=50))
@@ -147,7 +149,7 @@ def test_sigkill_200_file_patchset(bulk: CrashTarget) -> None:
 
 
 def _touched(target: CrashTarget) -> list[str]:
-    from compatkit.patchset import load_patchset
+    from compatkit.validate import load_patchset
 
     ps = load_patchset(target.patchsets / target.name)
     return [fd.path for p in ps.patches for fd in p.files]

@@ -93,6 +93,7 @@ mount -o remount,rw,bind {site}
     assert not (site / "demo-1.0.dist-info" / txn.JOURNAL).exists()
 
 
+@pytest.mark.slow
 def test_a_full_small_tmpfs_never_leaves_a_mixed_tree(demo: Demo, tmp_path: Path) -> None:
     """site-packages on a 1 MiB tmpfs, filled to leave 0, 4, 8, ... 96 KiB free: every apply
     either completes (then reverts byte-exactly) or is refused with one line and nothing

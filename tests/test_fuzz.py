@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from compatkit.diffparse import parse_diff
 from compatkit.engine import SeriesConflict, apply_file, apply_series
 from compatkit.errors import CompatkitError
-from compatkit.patchset import load_patchset, parse_patch
+from compatkit.patchset import parse_patch
 from compatkit.target import Environment
+from compatkit.validate import load_patchset
 from conftest import DEMO_FILES, UV, Venv, build_wheel, write_patchset
 from fuzzgen import corpus_files, patch_bytes
 from reliability import FULL, FUZZ_EXAMPLES, Result, report, run_inprocess, snapshot
@@ -75,6 +76,7 @@ def check_engine(data: bytes) -> None:
     assert set(result.contents) == set(files)
 
 
+@pytest.mark.slow
 @given(patch_bytes())
 @FUZZ
 def test_fuzz_parser_and_engine(data: bytes) -> None:
@@ -104,6 +106,7 @@ def _unified(a: list[str], b: list[str], a_eol: bool, b_eol: bool, context: int)
     return "".join(out)
 
 
+@pytest.mark.slow
 @given(
     LINES, LINES, st.booleans(), st.booleans(), st.sampled_from(["\n", "\r\n"]), st.integers(0, 3)
 )
@@ -230,6 +233,7 @@ def check_cli(env: FuzzEnv, data: bytes, force: bool = False) -> str:
 OUTCOMES: dict[str, int] = {}
 
 
+@pytest.mark.slow
 @given(patch_bytes(), st.integers(0, 3))
 @FUZZ
 def test_fuzz_apply_dry_run_and_apply(fuzz_env: FuzzEnv, data: bytes, force: int) -> None:

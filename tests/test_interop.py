@@ -94,6 +94,7 @@ def pip_demo(tmp_path: Path, make_venv: Callable[..., Venv]) -> tuple[Venv, Path
     return venv, patchsets, wheel
 
 
+@pytest.mark.slow
 def test_pip_uninstall_after_apply_leaves_nothing(pip_demo: tuple[Venv, Path, Path]) -> None:
     venv, patchsets, _ = pip_demo
     before = set(venv.snapshot())
@@ -105,6 +106,7 @@ def test_pip_uninstall_after_apply_leaves_nothing(pip_demo: tuple[Venv, Path, Pa
     assert set(venv.snapshot()) == {p for p in before if not p.startswith("demo")}
 
 
+@pytest.mark.slow
 def test_pip_force_reinstall_is_detected_and_reapplied(pip_demo: tuple[Venv, Path, Path]) -> None:
     venv, patchsets, wheel = pip_demo
     assert cli(venv, patchsets, "apply", "demo-fix").returncode == 0
@@ -119,6 +121,7 @@ def test_pip_force_reinstall_is_detected_and_reapplied(pip_demo: tuple[Venv, Pat
     assert cli(venv, patchsets, "verify", "demo-fix").returncode == 0
 
 
+@pytest.mark.slow
 def test_revert_matches_pip_show_files(pip_demo: tuple[Venv, Path, Path]) -> None:
     venv, patchsets, _ = pip_demo
 
@@ -180,6 +183,7 @@ def test_full_disk_rolls_back(demo: Demo) -> None:
     assert not list(demo.venv.site.rglob("*.compatkit-tmp"))
 
 
+@pytest.mark.slow
 def test_revert_restores_pip_record_byte_for_byte(pip_demo: tuple[Venv, Path, Path]) -> None:
     """pip lists bytecode in RECORD; apply drops those rows, revert puts them back in place."""
     venv, patchsets, _ = pip_demo

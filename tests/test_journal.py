@@ -266,6 +266,7 @@ def _tree(site: Path) -> dict[str, bytes]:
     return {str(p.relative_to(site)): p.read_bytes() for p in files}
 
 
+@pytest.mark.slow
 def test_fuzzed_journals_never_write_what_they_should_not(crashed: Crashed, tmp_path: Path) -> None:
     saved = tmp_path / "saved-site"
     shutil.copytree(crashed.site, saved, symlinks=True)

@@ -61,6 +61,7 @@ def test_mismatches_name_patch_and_reason() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_cell_run_on_the_demo_patchset(demo: Demo, tmp_path: Path) -> None:
     matrix = tmp_path / "matrix.toml"
     matrix.write_text(
@@ -108,6 +109,7 @@ def test_jobs_json_lists_every_cell(capsys: pytest.CaptureFixture[str]) -> None:
     assert [j["cell"] for j in include] == [c.id for c in load_matrix(ROOT / "matrix.toml")]
 
 
+@pytest.mark.slow
 def test_github_workflow_is_valid() -> None:
     checker = str(Path(sys.executable).parent / "check-jsonschema")
     if not Path(checker).exists():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,6 +77,7 @@ LINES = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=2000)
 @given(
     st.lists(st.sampled_from(LINES) | st.text(max_size=12), max_size=10),

@@ -126,6 +126,8 @@ def _sample_project(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.real
+@pytest.mark.slow
 @needs_uv
 def test_uv_sync_round_trip_with_the_pytest_plugin(tmp_path: Path) -> None:
     root = _sample_project(tmp_path)
@@ -146,6 +148,8 @@ def test_uv_sync_round_trip_with_the_pytest_plugin(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+@pytest.mark.real
+@pytest.mark.slow
 def test_fixture_requires_one_patchset(demo: Demo, tmp_path: Path) -> None:
     subprocess.run(
         [
@@ -180,6 +184,8 @@ def _readme_block(title: str) -> list[str]:
     return [ln for ln in match.group(1).splitlines() if ln.strip() and not ln.startswith("#")]
 
 
+@pytest.mark.real
+@pytest.mark.slow
 @needs_uv
 @pytest.mark.parametrize("title", ["pip", "tool"])
 def test_readme_workflows_run(title: str, tmp_path: Path) -> None:
@@ -248,6 +254,8 @@ def _tool_env(root: Path, index: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.real
+@pytest.mark.slow
 @needs_uv
 def test_readme_uv_wheel_workflow_locks_the_patched_wheel(tmp_path: Path) -> None:
     root = _sample_project(tmp_path)
@@ -278,6 +286,8 @@ def _dockerfile_runs(block: str) -> tuple[str, str]:
     return build.split(": ", 1)[1], " && ".join(runs)
 
 
+@pytest.mark.real
+@pytest.mark.slow
 @needs_uv
 def test_readme_docker_wheel_workflow_runs(tmp_path: Path) -> None:
     text = (ROOT / "README.md").read_text()

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import UV, Venv, run_cli
 
-pytestmark = pytest.mark.skipif(UV is None, reason="needs uv")
+# speculators 0.3.0 from PyPI (or the warm uv cache)
+pytestmark = [pytest.mark.real, pytest.mark.skipif(UV is None, reason="needs uv")]
 
 
 def test_real_patchset_on_real_wheel_is_byte_exact(

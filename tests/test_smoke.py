@@ -28,6 +28,7 @@ def test_missing_pytest_is_a_clear_error(demo: Demo) -> None:
     assert err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_smoke_reports_per_patch_and_exit_code(demo: Demo) -> None:
     _add_pytest(demo)
     code, out, _ = demo.run("smoke", "demo-fix", "--json")
@@ -42,6 +43,7 @@ def test_smoke_reports_per_patch_and_exit_code(demo: Demo) -> None:
     assert code == 0 and "excluded: patch-2" in out
 
 
+@pytest.mark.slow
 def test_prove_demo_patchset(demo: Demo, tmp_path: Path) -> None:
     _add_pytest(demo)
     before = demo.venv.snapshot()
@@ -54,6 +56,7 @@ def test_prove_demo_patchset(demo: Demo, tmp_path: Path) -> None:
     assert demo.venv.snapshot() == before
 
 
+@pytest.mark.slow
 def test_prove_catches_a_smoke_test_that_cannot_fail(demo: Demo) -> None:
     _add_pytest(demo)
     (demo.patchsets / "demo-fix/smoke/test_patch_2.py").write_text("def test_ok():\n    pass\n")
@@ -61,6 +64,7 @@ def test_prove_catches_a_smoke_test_that_cannot_fail(demo: Demo) -> None:
     assert code == 1 and "not proven both ways: patch-2" in err
 
 
+@pytest.mark.slow
 def test_upstream_classifies_by_smoke_test_and_by_diff(demo: Demo) -> None:
     _add_pytest(demo)
     code, out, err = demo.run("upstream", "demo-fix", "--against", "demo==1.0", "--json")
@@ -84,6 +88,7 @@ def test_upstream_classifies_by_smoke_test_and_by_diff(demo: Demo) -> None:
     assert code == 2 and "targets demo" in err
 
 
+@pytest.mark.slow
 def test_smoke_from_a_sibling_patchset(demo: Demo) -> None:
     """A second patchset for the same fixes reuses demo-fix's smoke tests (no copy)."""
     _add_pytest(demo)
@@ -114,6 +119,7 @@ def test_smoke_from_a_sibling_patchset(demo: Demo) -> None:
     toml.write_text(good)
 
 
+@pytest.mark.slow
 def test_smoke_from_plus_its_own_smoke_folder(demo: Demo, tmp_path: Path) -> None:
     """A smoke-from patchset with a patch the sibling lacks keeps that test in its own smoke/;
     the two folders run as one (the sibling's conftest.py serves both); a name in both is an
@@ -172,6 +178,7 @@ def test_line20_through_the_greeting():
 """
 
 
+@pytest.mark.slow
 def test_a_smoke_test_blocked_by_a_missing_earlier_patch_says_so(demo: Demo) -> None:
     """Before: ``smoke --patch patch-2`` on an unpatched environment failed with patch-1's
     error ("the greeting is wrong"), a misleading verdict on patch-2."""
@@ -193,6 +200,7 @@ def test_a_smoke_test_blocked_by_a_missing_earlier_patch_says_so(demo: Demo) -> 
     assert demo.run("smoke", "demo-fix", "--patch", "patch-2")[0] == 0
 
 
+@pytest.mark.slow
 def test_prove_checks_smoke_needs_both_ways(demo: Demo, tmp_path: Path) -> None:
     """The series-but-one runs run every smoke test: patch-2's test fails without patch-1, so
     its Smoke-Needs must name patch-1 (else a release lacking patch-1 would blame patch-2);
@@ -230,6 +238,7 @@ def test_smoke_needs_must_name_another_patch(demo: Demo) -> None:
     assert code == 1 and "Smoke-Needs names 'patch-9', not another patch" in err, err
 
 
+@pytest.mark.slow
 def test_a_need_met_upstream_does_not_block(demo: Demo) -> None:
     """On a release that already has patch-1's fix (its smoke test passes unpatched),
     patch-2's failure is patch-2's own: reported as it is, not as blocked."""

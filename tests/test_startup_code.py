@@ -232,6 +232,7 @@ def test_json_apply_lists_the_start_up_files(
     ]
 
 
+@pytest.mark.slow
 def test_sigkill_at_every_step_of_a_declared_start_up_file(demo: Demo) -> None:
     """A declared root .pth lies outside the distribution's packages: the journal of its
     apply (and revert) must still be recovered at every crash point, not refused."""

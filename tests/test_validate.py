@@ -8,8 +8,7 @@ import pytest
 
 from compatkit.commands.lint import lint_patchset
 from compatkit.errors import PatchFormatError
-from compatkit.patchset import load_patchset
-from compatkit.validate import KEYS, validate
+from compatkit.validate import KEYS, load_patchset, validate
 from compatkit.wheels import WheelSource
 from conftest import Demo, write_patchset
 

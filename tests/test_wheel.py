@@ -86,7 +86,7 @@ def test_the_same_input_gives_the_same_bytes(
 
 
 @needs_uv
-@pytest.mark.parametrize("installer", ["uv", "pip"])
+@pytest.mark.parametrize("installer", ["uv", pytest.param("pip", marks=pytest.mark.slow)])
 def test_installed_wheel_reports_built_in(
     demo: Demo, tmp_path: Path, make_venv: Callable[..., Venv], installer: str
 ) -> None:

@@ -17,7 +17,7 @@ from compatkit.state import FileState, State, states_of
 from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
 

@@ -23,7 +23,7 @@ from compatkit.errors import (
     UsageError,
 )
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from argparse import Namespace
     from typing import Any

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 __all__ = ["SMALL", "Hash", "sha256"]
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from compatkit.errors import CompatkitError
 from compatkit.paths import resolve_inside
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from typing import Protocol
 

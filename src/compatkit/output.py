@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from typing import Any
 

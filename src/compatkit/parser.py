@@ -15,7 +15,7 @@ from pathlib import Path
 from compatkit import __version__
 from compatkit.errors import EXIT_USAGE
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from compatkit.errors import UsageError
-from compatkit.patchset import Patch, Patchset, load_patchset
+from compatkit.patchset import Patch, Patchset
 
 
 def bundled_dirs() -> list[Path]:
@@ -61,6 +61,8 @@ class Registry:
         locations = self._locations()
         if name not in locations:
             raise _unknown(name, locations)
+        from compatkit.validate import load_patchset  # imported on the first load only
+
         patchset = load_patchset(locations[name])
         self._cache[name] = patchset
         return patchset

@@ -20,7 +20,7 @@ from __future__ import annotations
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.paths import check_relpath
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 

@@ -32,7 +32,7 @@ from compatkit.errors import CompatkitError
 from compatkit.target import Dist
 from compatkit.value import Value
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from compatkit import journal
 

@@ -23,6 +23,7 @@ def _names(cls: type) -> list[str]:
     return [s for s in cls.__slots__ if not s.startswith("_")]  # type: ignore[attr-defined]
 
 
+# kept over dataclass(slots=True), which moves bench P1 explain patch-6 3.95× → 5.17×
 class Value:
     __slots__ = ()
 

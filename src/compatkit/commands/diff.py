@@ -23,13 +23,14 @@ from compatkit.difftext import diff_files
 from compatkit.engine import SeriesConflict, apply_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.output import Output
-from compatkit.patchset import Patchset, load_patchset, parse_patch
+from compatkit.patchset import Patchset, parse_patch
 from compatkit.plan import plan_apply, plan_revert
 from compatkit.records import hash_bytes
 from compatkit.registry import Registry
 from compatkit.session import Session
 from compatkit.state import State, load_state, read_backup
 from compatkit.target import Dist, Environment
+from compatkit.validate import load_patchset
 from compatkit.wheels import WheelSource, pristine
 
 _SKIP_SUFFIXES = (".pyc", ".pyo", txn.TMP_SUFFIX)

@@ -20,7 +20,7 @@ MIN_SCORE = 3.0  # below this, a candidate matched a word or two by chance
 AHEAD = 1.5  # the best is explained in full when it beats every other id by this factor
 SHOWN = 5
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from compatkit.search import Candidate
 

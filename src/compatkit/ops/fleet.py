@@ -1,10 +1,9 @@
 """One operation on every alive node of a Ray cluster (``compatkit fleet``).
 
-Ray is the distributed engine: one task per alive node, pinned there with node-affinity
-scheduling (``soft=False``, never retried elsewhere), runs the same operation as the plain
-command (:func:`node_run`) against that node's environment, the Python its workers use or the
-``--python`` given, and returns typed results. A node whose task fails, dies, cannot be
-scheduled or does not answer in time is a :class:`NodeReport` with a ``failure``: never skipped.
+Ray is the distributed engine: one task per alive node (:mod:`compatkit.ops.fleet_nodes`)
+runs the same operation as the plain command against that node's environment and returns
+typed results. A node whose task fails, dies, cannot be scheduled or does not answer in time
+is a :class:`NodeReport` with a ``failure``: never skipped.
 
 ``apply`` is all or nothing across the nodes: when any node is not as asked, every patchset
 this run applied is reverted on the nodes that answered (:mod:`compatkit.ops.fleet_rollback`),
@@ -18,114 +17,34 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from compatkit.errors import CompatkitError
-from compatkit.results import Status
+from compatkit.ops.fleet_nodes import (
+    FleetResult,
+    NodeAnswer,
+    NodeReport,
+    PatchRow,
+    PatchsetOnNode,
+    label,
+    node_run,
+    run_on,
+)
+
+__all__ = [
+    "VERBS",
+    "FleetResult",
+    "NodeAnswer",
+    "NodeReport",
+    "PatchRow",
+    "PatchsetOnNode",
+    "node_run",
+    "run_fleet",
+    "run_on",
+]
 
 VERBS = ("status", "verify", "apply", "revert")
-
-
-@dataclass(frozen=True)
-class PatchRow:
-    id: str
-    status: Status
-    detail: str
-
-
-@dataclass
-class PatchsetOnNode:
-    """One patchset on one node: ``action`` is what apply/revert did ("applied", "none", ...)."""
-
-    name: str
-    summary: str
-    patches: list[PatchRow] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    action: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-@dataclass
-class NodeAnswer:
-    """What a node's task returns: the interpreter it targeted and each patchset's result."""
-
-    python: str
-    patchsets: list[PatchsetOnNode]
-
-
-@dataclass
-class NodeReport:
-    node_id: str
-    address: str
-    answer: NodeAnswer | None = None
-    failure: str | None = None  # "died during fleet apply (NodeDiedError: ...)"
-    end: str | None = None  # apply: where the run left the node ("rolled back: ...", ...)
-
-    @property
-    def ok(self) -> bool:
-        return (
-            self.failure is None
-            and self.answer is not None
-            and all(p.ok for p in self.answer.patchsets)
-        )
-
-
-@dataclass
-class FleetResult:
-    verb: str
-    address: str
-    nodes: list[NodeReport]
-    dead_before: list[str] = field(default_factory=list)  # nodes already dead: not asked
-    rolled_back: bool = False  # apply failed somewhere: what it applied was reverted
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.nodes) and all(n.ok for n in self.nodes)
-
-
-def node_run(
-    verb: str, names: list[str], dirs: list[str], python: str | None, force: bool = False
-) -> NodeAnswer:
-    """On one node: ``verb`` for each patchset, against ``python`` (None: this interpreter);
-    ``force``: apply's ``--force``."""
-    from compatkit.registry import Registry
-    from compatkit.target import Environment
-
-    registry = Registry([Path(d) for d in dirs])
-    env = Environment.for_python(python)
-    return NodeAnswer(env.executable, [_one(verb, registry, env, name, force) for name in names])
-
-
-def _one(verb: str, registry: Any, env: Any, name: str, force: bool) -> PatchsetOnNode:
-    from compatkit.ops.inspect import inspect_patchset
-
-    result = PatchsetOnNode(name, "")
-    try:
-        if verb == "verify":
-            from compatkit.ops.verify import problems
-
-            result.problems = problems(registry, env, name)
-        elif verb == "apply":
-            from compatkit.ops.apply import apply_patchset
-
-            result.action = apply_patchset(registry, env, name, [], force=force).action
-        elif verb == "revert":
-            from compatkit.ops.revert import revert_patchset
-
-            result.action = "reverted" if revert_patchset(registry, env, name).state else "none"
-        found = inspect_patchset(registry.get(name), env)
-    except CompatkitError as exc:
-        said = exc.message if exc.message.startswith(f"{name}:") else f"{name}: {exc.message}"
-        result.problems += [said, *exc.problems]
-        return result
-    result.summary = found.summary
-    result.patches = [PatchRow(s.id, s.status, s.detail) for s in found.statuses]
-    return result
 
 
 def run_fleet(
@@ -151,7 +70,7 @@ def run_fleet(
     try:
         nodes = ray.nodes()
         alive = [n for n in nodes if n.get("Alive")]
-        dead = [_label(n) for n in nodes if not n.get("Alive")]
+        dead = [label(n) for n in nodes if not n.get("Alive")]
         todo = [(n, names) for n in alive]
         paths = [str(d.resolve()) for d in dirs or []]
         reports = run_on(ray, todo, verb, paths, python, timeout, force)
@@ -187,70 +106,3 @@ def _connect(ray: Any, address: str) -> None:
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError ...
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CompatkitError(f"cannot reach the Ray cluster at {address}: {reason}") from None
-
-
-def _label(node: dict[str, Any]) -> str:
-    return f"{node['NodeID'][:12]} ({node.get('NodeManagerAddress', '?')})"
-
-
-def run_on(
-    ray: Any,
-    todo: list[tuple[dict[str, Any], list[str]]],
-    verb: str,
-    dirs: list[str],
-    python: str | None,
-    timeout: float,
-    force: bool = False,
-) -> list[NodeReport]:
-    """``verb`` on each node of ``todo`` (a ``ray.nodes()`` entry, its patchsets), one pinned
-    task each, all at once; a report per node, in ``todo``'s order."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    task = ray.remote(num_cpus=0, max_retries=0)(node_run)
-    pending: dict[Any, NodeReport] = {}
-    for node, names in todo:
-        report = NodeReport(node["NodeID"], str(node.get("NodeManagerAddress", "?")))
-        strategy = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-        ref = task.options(scheduling_strategy=strategy).remote(verb, names, dirs, python, force)
-        pending[ref] = report
-    reports = list(pending.values())
-    _collect(ray, pending, verb, timeout)
-    return reports
-
-
-def _collect(ray: Any, pending: dict[Any, NodeReport], verb: str, timeout: float) -> None:
-    """Every task's answer or the reason it has none, within ``timeout`` seconds in all."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while pending:
-        left = deadline - time.monotonic()
-        done, _ = ray.wait(list(pending), num_returns=1, timeout=max(left, 0))
-        if not done:
-            break
-        ref = done[0]
-        report = pending.pop(ref)
-        try:
-            report.answer = ray.get(ref)
-        except Exception as exc:
-            report.failure = _failure(ray, exc, verb)
-    for ref, report in pending.items():
-        ray.cancel(ref, force=True)
-        report.failure = f"did not answer within {timeout:g} s (--timeout); its task was cancelled"
-
-
-def _failure(ray: Any, exc: BaseException, verb: str) -> str:
-    """What happened to a node's task, in words, with Ray's exception named."""
-    errors = ray.exceptions
-    kinds = (
-        (errors.NodeDiedError, f"died during fleet {verb}"),
-        (errors.WorkerCrashedError, f"its worker crashed during fleet {verb} (node lost?)"),
-        (errors.TaskUnschedulableError, "could not be scheduled (the node left the cluster?)"),
-        (errors.RuntimeEnvSetupError, "could not start a worker (runtime_env setup failed)"),
-        (errors.RayTaskError, f"fleet {verb} failed there"),
-    )
-    what = next((text for kind, text in kinds if isinstance(exc, kind)), "failed")
-    cause = exc.cause if isinstance(exc, errors.RayTaskError) and exc.cause else exc
-    lines = [line for line in str(cause).strip().splitlines() if line.strip()]
-    detail = lines[-1].strip() if lines else ""
-    return f"{what} ({type(cause).__name__}{': ' + detail if detail else ''})"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compatkit.ops.fleet import FleetResult, NodeReport, run_on
+from compatkit.ops.fleet_nodes import FleetResult, NodeReport, run_on
 
 UNKNOWN = (
     "end state unknown (no answer): check it with compatkit verify there; an apply cut off "

@@ -26,7 +26,7 @@ from compatkit.runtime.prepare import Prepared, prepare
 from compatkit.target import Environment
 from compatkit.value import Value
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from typing import Any
 

@@ -39,7 +39,7 @@ import sys
 from _frozen_importlib import ModuleSpec
 from _frozen_importlib_external import MAGIC_NUMBER, PathFinder, SourceFileLoader
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: typing costs a bare python +19 ms CPU on its 18
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import CodeType
