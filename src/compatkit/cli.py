@@ -71,8 +71,8 @@ def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if cmd == "verify":
         from compatkit.commands import verify
 
-        if args.pristine:
-            return verify.verify_pristine(env, args.pristine, out)
+        if args.pristine is not None or args.all:
+            return _pristine(verify, args, env, out)
         return verify.verify(registry, env, args.patchset, out)
     if cmd in ("status", "list"):
         from compatkit.commands import status
@@ -103,6 +103,10 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
 
         target = Environment.for_python(args.python) if args.python else None
         return upstream(registry, target, args.patchset, args.against, out)
+    if cmd == "constraints":
+        from compatkit.commands.constraints import constraints
+
+        return constraints(registry, args.patchset, out)
     if cmd == "prove":
         from compatkit.commands.prove import prove
 
@@ -124,6 +128,17 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
 
         return sbom(registry, env, args.output, out)
     raise AssertionError(cmd)
+
+
+def _pristine(verify: Any, args: Namespace, env: Any, out: Any) -> int:
+    """``verify --pristine DIST`` or ``verify --pristine --all``."""
+    if args.all and (args.pristine is None or args.pristine or args.patchset):
+        raise UsageError("--all goes with --pristine alone: verify --pristine --all")
+    if args.all:
+        return verify.verify_pristine_all(env, out)
+    if not args.pristine or args.patchset:
+        raise UsageError("--pristine takes one distribution (or --all), and no patchset")
+    return verify.verify_pristine(env, args.pristine, out)
 
 
 def _runtime_mode(args: Namespace, registry: Any, env: Any, out: Any) -> int:
@@ -164,7 +179,8 @@ def _run(args: Namespace, out: Any) -> int:
         return fleet(registry, args.action, args.patchset, *where, out)
     env = Environment.for_python(args.python)
     no_name = args.command in ("apply", "verify") and not args.patchset
-    if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:
+    pristine = getattr(args, "pristine", None) is not None or getattr(args, "all", False)
+    if no_name and not pristine and getattr(args, "runtime", None) is None:
         return _project(args, config, registry, env, out)
     return _dispatch(args, registry, env, out)
 

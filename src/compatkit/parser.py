@@ -175,7 +175,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("verify", "check that patchsets are fully applied and intact")
     p.add_argument("patchset", nargs="*", help="default: the project's [tool.compatkit] set")
-    p.add_argument("--pristine", metavar="DIST", help="check a whole distribution against RECORD")
+    p.add_argument(
+        "--pristine",
+        metavar="DIST",
+        nargs="?",
+        const="",
+        help="check a whole distribution against RECORD (with --all: every distribution)",
+    )
+    p.add_argument("--all", action="store_true", help="with --pristine: every distribution")
     p.add_argument(
         "--allow-empty",
         action="store_true",
@@ -208,6 +215,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("upstream", "classify each patch against a newer release: upstream or still needed")
     p.add_argument("patchset")
     p.add_argument("--against", metavar="DIST==VERSION", required=True)
+
+    p = add("constraints", "print a patchset's constraints as a file for pip/uv install -c")
+    p.add_argument("patchset")
 
     p = add("matrix", "version matrix: run one cell, build the report, list CI jobs")
     p.add_argument("action", choices=["run", "report", "jobs"])

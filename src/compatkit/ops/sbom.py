@@ -23,7 +23,7 @@ from compatkit.names import canonical_name
 from compatkit.patchset import Patch, Patchset
 from compatkit.registry import Registry
 from compatkit.state import State, states_of
-from compatkit.target import Dist, Environment
+from compatkit.target import Dist, Environment, installed
 from compatkit.value import Value
 
 if TYPE_CHECKING:
@@ -168,17 +168,6 @@ def wheel_document(ps: Patchset, name: str, base: str, version: str, epoch: int)
     return _render([], root, serial, datetime.fromtimestamp(epoch, timezone.utc))
 
 
-def distributions(env: Environment) -> list[Dist]:
-    """Every distribution with a ``.dist-info`` in ``env`` (the first on the path wins)."""
-    seen: dict[str, Dist] = {}
-    for base in env.paths:
-        for info in sorted(Path(base).glob("*.dist-info")):
-            dist = Dist.at(info)
-            if dist is not None:
-                seen.setdefault(canonical_name(dist.name), dist)
-    return list(seen.values())
-
-
 def _known(registry: Registry, state: State) -> Patchset | None:
     """The patchset exactly as applied (same digest), if this registry has it."""
     if state.patchset not in registry.names():
@@ -191,7 +180,7 @@ def environment_document(registry: Registry, env: Environment) -> SbomResult:
     """The SBOM of every distribution in ``env``; patched ones carry their patches."""
     require()
     components, patched, unknown = [], [], []
-    for dist in distributions(env):
+    for dist in installed(env):
         applied = [Applied(s, _known(registry, s)) for s in states_of(dist)]
         components.append(component(dist.name, dist.version, applied))
         for a in applied:

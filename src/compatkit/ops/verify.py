@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compatkit.checks import state_problems
+from compatkit.checks import constraint_problems, state_problems
 from compatkit.records import Row, hash_bytes
 from compatkit.registry import Registry
 from compatkit.session import Session
@@ -45,6 +45,7 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
                 f"{name}: the patchset changed since it was applied "
                 f"({state.version} -> {ps.version}); run compatkit apply {name}"
             )
+        found += [f"{name}: {p}" for p in constraint_problems(ps, env)]
     return found
 
 
