@@ -72,7 +72,7 @@ def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         from compatkit.commands import verify
 
         if args.pristine is not None or args.all:
-            return _pristine(verify, args, env, out)
+            return _pristine(args, env, out)
         return verify.verify(registry, env, args.patchset, out)
     if cmd in ("status", "list"):
         from compatkit.commands import status
@@ -101,8 +101,12 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         from compatkit.commands.upstream import upstream
         from compatkit.target import Environment
 
+        if args.python and args.with_:
+            raise UsageError(
+                "--with adds to the throw-away environment; with --python there is none"
+            )
         target = Environment.for_python(args.python) if args.python else None
-        return upstream(registry, target, args.patchset, args.against, out)
+        return upstream(registry, target, args.patchset, args.against, out, tuple(args.with_))
     if cmd == "constraints":
         from compatkit.commands.constraints import constraints
 
@@ -130,14 +134,16 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     raise AssertionError(cmd)
 
 
-def _pristine(verify: Any, args: Namespace, env: Any, out: Any) -> int:
+def _pristine(args: Namespace, env: Any, out: Any) -> int:
     """``verify --pristine DIST`` or ``verify --pristine --all``."""
+    from compatkit.commands import verify
+
     if args.all and (args.pristine is None or args.pristine or args.patchset):
         raise UsageError("--all goes with --pristine alone: verify --pristine --all")
     if args.all:
         return verify.verify_pristine_all(env, out)
-    if not args.pristine or args.patchset:
-        raise UsageError("--pristine takes one distribution (or --all), and no patchset")
+    if not args.pristine:
+        raise UsageError("--pristine takes a distribution (or --all)")
     return verify.verify_pristine(env, args.pristine, out)
 
 

@@ -215,6 +215,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = add("upstream", "classify each patch against a newer release: upstream or still needed")
     p.add_argument("patchset")
     p.add_argument("--against", metavar="DIST==VERSION", required=True)
+    p.add_argument(
+        "--with",
+        dest="with_",
+        metavar="REQ",
+        action="append",
+        default=[],
+        help="also install this into the throw-away environment (repeatable; not with --python)",
+    )
 
     p = add("constraints", "print a patchset's constraints as a file for pip/uv install -c")
     p.add_argument("patchset")

@@ -144,7 +144,9 @@ def _constraints(checked: Checked, raw: object) -> None:
         where = f"constraints #{i}"
         for key in table:
             if key not in ("pin", "rationale"):
-                checked.problems.append(f"unknown key {str(key)[:60]!r} in {where} (known: pin, rationale)")
+                checked.problems.append(
+                    f"unknown key {str(key)[:60]!r} in {where} (known: pin, rationale)"
+                )
         pin, why = checked.text(table, "pin", where), checked.text(table, "rationale", where)
         if pin and "\n" in pin:
             checked.problems.append(f"[{where}] 'pin' must be one line")

@@ -14,7 +14,6 @@ import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compatkit import __version__
@@ -23,7 +22,7 @@ from compatkit.names import canonical_name
 from compatkit.patchset import Patch, Patchset
 from compatkit.registry import Registry
 from compatkit.state import State, states_of
-from compatkit.target import Dist, Environment, installed
+from compatkit.target import Environment, installed
 from compatkit.value import Value
 
 if TYPE_CHECKING:

@@ -55,6 +55,7 @@ class SmokeResult:
     tests: list[str]  # outcome of each test case
     reason: str = ""  # the first failure's message, one line
     blocked_by: tuple[str, ...] = ()  # Smoke-Needs patches not applied here (see run_smoke)
+    error: str = ""  # the test's own first failure, one line (reason may wrap it: blocked)
 
 
 def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
@@ -105,7 +106,7 @@ def run_smoke(
         passed = cases and all(o == "pass" for o, _ in cases)
         verdict = Status.PASS if passed else Status.FAIL
         reason = next((m for o, m in cases if o != "pass"), "" if cases else "no test ran")
-        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason)
+        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason, error=reason)
     return proc.returncode, _blocked(ps, env, results)
 
 
@@ -129,7 +130,7 @@ def _blocked(
                 f"(not applied here), so this may be their failure, not {pid}'s; it failed "
                 f"with: {r.reason}"
             )
-            r = SmokeResult(r.verdict, r.tests, why, missing)
+            r = SmokeResult(r.verdict, r.tests, why, missing, r.error)
         out[pid] = r
     return out
 
