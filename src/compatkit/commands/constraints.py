@@ -11,7 +11,9 @@ from compatkit.registry import Registry
 
 
 def constraints_text(name: str, version: str, pins: tuple[tuple[str, str], ...]) -> str:
-    """>>> print(constraints_text("p", "1.0", (("a==1", "why\\nand how"),)), end="")
+    r"""The file's text: a header line, then each rationale as comments above its pin.
+
+    >>> print(constraints_text("p", "1.0", (("a==1", "why\nand how"),)), end="")
     # constraints of patchset p 1.0 (compatkit constraints p)
     <BLANKLINE>
     # why

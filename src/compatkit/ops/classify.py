@@ -75,8 +75,8 @@ def install_error(stderr: str) -> str:
     """The installer's failure in one line: a resolver conflict's sentence naming the
     conflicting pair ("Because ... we can conclude that ..."), else the last line.
 
-    >>> install_error("x No solution found:\n  -> Because a==1 depends on b<2 and you\n"
-    ...     "     require b>=2, we can conclude that it is unsatisfiable.\n")
+    >>> install_error("x No solution found:\\n  -> Because a==1 depends on b<2 and you\\n"
+    ...     "     require b>=2, we can conclude that it is unsatisfiable.\\n")
     'Because a==1 depends on b<2 and you require b>=2, we can conclude that it is unsatisfiable.'
     """
     text = " ".join(stderr.split())

@@ -4,8 +4,9 @@ Each file a RECORD lists is hashed once, however many RECORDs list it, on the sa
 pool as ``verify --pristine DIST`` (P3). A file whose bytes differ from its RECORD row is
 attributed: when another installed distribution's RECORD lists the same path and the bytes on
 disk are that one's, the file was **overwritten** by it (two wheels shipping one path: the
-installer that ran last won, and ``pip check`` sees nothing). Otherwise it is missing,
-patched by a compatkit patchset (its state says so), or it matches no RECORD at all.
+installer that ran last won, and ``pip check`` sees nothing). Otherwise it is missing or
+matches no RECORD at all. Files a compatkit patchset changed (its state lists them; apply
+rewrites their RECORD rows) are counted as patched by it, as ``verify --pristine DIST`` does.
 
 >>> r = DistReport("cuda-bindings", "13.5.0")
 >>> r.overwritten["cuda-python 12.6.2.post1"] = 40
@@ -106,6 +107,9 @@ def check_all(env: Environment) -> tuple[int, list[DistReport]]:
             (d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files
         }
     reports = {id(d): DistReport(d.name, d.version) for d in dists}
+    for d in dists:  # compatkit rewrites RECORD for what it patched: count those as patched
+        for state in states_of(d):
+            reports[id(d)].patched[state.patchset] += len(state.files)
     for key, owners in listed.items():
         for dist, want in owners:
             _attribute(reports[id(dist)], key, want, disk[key], owners, patched)
@@ -122,11 +126,9 @@ def _attribute(
     patched: dict[_Key, str],
 ) -> None:
     """Count one listed file against ``report``'s distribution."""
-    if got == want:
+    if got == want or key in patched:
         return
-    if key in patched:
-        report.patched[patched[key]] += 1
-    elif got is None:
+    if got is None:
         report.missing += 1
     elif winner := next((d for d, h in owners if h == got and d.name != report.name), None):
         report.overwritten[f"{winner.name} {winner.version}"] += 1
