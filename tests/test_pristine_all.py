@@ -47,7 +47,7 @@ def test_names_the_overwriting_distribution(
 ) -> None:
     _edit(clobbered.site / "third" / "a.py", b"a = 2\n")
     (clobbered.site / "third" / "b.py").unlink()
-    code, out, err = run_cli(capsys, "--python", clobbered.python, "verify", "--pristine", "--all")
+    code, _out, err = run_cli(capsys, "--python", clobbered.python, "verify", "--pristine", "--all")
     assert code == 1
     lines = err.splitlines()
     assert lines[0] == "compatkit: error: 2 of 3 distributions are not pristine"

@@ -89,7 +89,7 @@ def test_a_resolver_conflict_is_one_line_naming_the_pair(demo: Demo, local_index
     patches = {"0001.patch": PATCH_GREET}
     write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", distribution="ckdemo")
     args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix")
-    code, out, err = run_cli(demo.capsys, *args, "--against", "ckdemo==2.0", "--with", "cklib<2")
+    code, _out, err = run_cli(demo.capsys, *args, "--against", "ckdemo==2.0", "--with", "cklib<2")
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("compatkit: error: cannot install ")
     assert "Because" in err and "ckdemo==2.0" in err and "cklib" in err

@@ -65,7 +65,7 @@ def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
         return results
     for case in ET.parse(junit).getroot().iter("testcase"):
         # a module that fails to import is one case: no classname, the module as its name
-        module = (case.get("classname") or case.get("name", "")).split(".")
+        module = (case.get("classname") or case.get("name") or "").split(".")
         name = module[-2] if len(module) > 1 and module[-1][:1].isupper() else module[-1]
         bad = [c for c in case if c.tag in ("failure", "error")]
         skipped = [c for c in case if c.tag == "skipped"]
