@@ -1,5 +1,5 @@
-"""Sessions: tests, lint, proof (speculators-vllm016 both ways), wheel_proof, demo. Run with
-``nox -s NAME``."""
+"""Sessions: tests, lint, proof (every bundled patchset both ways), wheel_proof, demo, matrix,
+compat_docs, bench. Run with ``nox -s NAME``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ def _cells() -> list[dict[str, object]]:
 
 PYTHON = "3.11"
 REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
+# today's stack with vllm033-hidden-states' constraints (compatkit constraints PATCHSET)
+TODAY_STACK = [
+    "speculators==0.9.0",
+    "vllm==0.33.0",
+    "cuda-python==13.4.4",
+    "cuda-bindings==13.4.4",
+    "pytest",
+]
 
 
 @nox.session(python=PYTHON)
@@ -67,6 +75,16 @@ def lint(session: nox.Session) -> None:
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
 
 
+def _stack_name(stack: list[str], python: str = PYTHON) -> str:
+    """One venv per distinct stack (interpreter + packages): the proof session and every
+    matrix cell that install the same packages share it (vLLM 0.33's is about 10 GB of
+    hardlinks and a minute of uv even with a warm cache; CI's budget is 50 minutes)."""
+    import hashlib
+
+    key = "\n".join([python, *sorted(p.replace(" ", "") for p in stack)])
+    return f"stack-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
 def _real_env(
     session: nox.Session, name: str, stack: list[str] = REAL_STACK, python: str = PYTHON
 ) -> str:
@@ -94,14 +112,16 @@ def _real_env(
 
 @nox.session(python=PYTHON)
 def proof(session: nox.Session) -> None:
-    """Every bundled patchset's smoke tests: fail unpatched, fail without their patch, pass."""
+    """Every bundled patchset's smoke tests: fail unpatched, fail without their patch, pass.
+    Each stack's venv is the one its matrix cells use (_stack_name)."""
     session.install("-e", ".")
     for patchset, stack in (
         ("speculators-vllm016", REAL_STACK),
         ("speculators040-vllm016", ["speculators==0.4.0", "vllm==0.16.0", "pytest"]),
         ("speculators-vllm017", ["speculators==0.3.0", "vllm==0.17.1", "pytest"]),
+        ("vllm033-hidden-states", TODAY_STACK),
     ):
-        target = _real_env(session, f"proof-{patchset}", stack)
+        target = _real_env(session, _stack_name(stack), stack)
         session.run(
             "compatkit",
             "prove",
@@ -215,9 +235,11 @@ def demo(session: nox.Session) -> None:
 def matrix(session: nox.Session, cell: str) -> None:
     """One version-matrix cell: env, packages, compatkit, apply, verify, smoke, revert, pristine."""
     spec = next(c for c in _cells() if c["id"] == cell)
-    venv = ROOT / ".nox" / "_envs" / f"cell-{cell}"
     packages = [str(p) for p in spec["packages"]]  # type: ignore[attr-defined]
-    python = _real_env(session, f"cell-{cell}", [*packages, "pytest"], str(spec["python"]))
+    stack = [*packages, "pytest"]
+    name = _stack_name(stack, str(spec["python"]))  # shared with the proof and other cells
+    venv = ROOT / ".nox" / "_envs" / name
+    python = _real_env(session, name, stack, str(spec["python"]))
     session.run("uv", "pip", "install", "-q", "--python", python, "-e", str(ROOT), external=True)
     session.run(
         str(venv / "bin" / "compatkit"),
