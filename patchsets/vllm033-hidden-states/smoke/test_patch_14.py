@@ -96,13 +96,17 @@ class _Records(logging.Handler):
 
 def test_extract_hidden_states_turns_prefix_caching_off(tmp_path: Path, cpu_platform: None):
     from vllm.engine.arg_utils import EngineArgs
+    from vllm.logger import configure_logging_if_needed
 
     model = write_tiny_model(tmp_path / "tiny-llama")
+    args = EngineArgs(**speculators_launch_args(model, tmp_path / "hidden-states"))
+    # create_engine_config configures vLLM's logging first (dictConfig empties the handlers
+    # of every vllm.* logger); configured here with the same config, it is left alone
+    configure_logging_if_needed(args.create_logging_config())
     records = _Records()
-    config_logger = logging.getLogger("vllm.config.vllm")  # vLLM's loggers do not propagate
+    config_logger = logging.getLogger("vllm.config.vllm")  # "vllm" does not propagate to root
     config_logger.addHandler(records)
     try:
-        args = EngineArgs(**speculators_launch_args(model, tmp_path / "hidden-states"))
         config = args.create_engine_config()
     finally:
         config_logger.removeHandler(records)
