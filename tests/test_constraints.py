@@ -7,7 +7,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import UV, Demo, build_wheel, run_cli
+import pytest
+
+from conftest import UV, Demo, build_wheel, run_cli, write_patchset
 
 PINS = '''
 [[constraints]]
@@ -87,3 +89,14 @@ def test_the_bundled_today_patchset_pins_the_cuda_pair(capsys) -> None:  # type:
     assert code == 0
     pins = [line for line in out.splitlines() if line and not line.startswith("#")]
     assert pins == ["cuda-python==13.4.4", "cuda-bindings==13.4.4"]
+
+
+def test_lint_refuses_a_pin_that_does_not_parse(
+    tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_patchset(tmp_path / "ps")
+    toml = root / "patchset.toml"
+    toml.write_text(toml.read_text() + '\n[[constraints]]\npin = "cklib=>2"\nrationale = "typo"\n')
+    code, _, err = run_cli(capsys, "--patchset-dir", str(tmp_path / "ps"), "lint", "demo-fix")
+    assert code == 1
+    assert "bad constraint 'cklib=>2'" in err

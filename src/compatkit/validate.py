@@ -257,6 +257,11 @@ def _deep(checked: Checked) -> None:
             Requirement(str(req))
         except InvalidRequirement as exc:
             checked.problems.append(f"bad requirement {req!r}: {exc}")
+    for pin, _ in checked.constraints:
+        try:
+            Requirement(pin)
+        except InvalidRequirement as exc:
+            checked.problems.append(f"bad constraint {pin!r}: {exc}")
     if not checked.series and not any("series" in p for p in checked.problems):
         checked.problems.append("the series is empty")
     ids = {p.id for p in checked.patches}
