@@ -91,10 +91,12 @@ def _markdown(cells: list[dict[str, Any]], columns: list[str], rows: list[list[s
             "",
             "## Why smoke tests failed",
             "",
-            "| cell | patch | first failure |",
-            "|---|---|---|",
+            "| cell | patchset | patch | first failure |",
+            "|---|---|---|---|",
         ]
-        lines += [f"| {cell} | {e['id']} | {_stable(e['reason'])} |" for cell, _, e in reasons]
+        lines += [
+            f"| {cell} | {ps} | {e['id']} | {_stable(e['reason'])} |" for cell, ps, e in reasons
+        ]
     return "\n".join(lines) + "\n"
 
 
