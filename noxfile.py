@@ -191,6 +191,22 @@ def runtime(session: nox.Session) -> None:
     )
 
 
+@nox.session(python=PYTHON)
+def pristine_real(session: nox.Session) -> None:
+    """verify --pristine --all on today's stack as uv resolves it (cuda-python 12.6.2.post1's
+    files over cuda-bindings 13.5.0's: named, exit 1) and with vllm033-hidden-states' pins (the
+    pair gone): tests/test_pristine_all.py. The pinned venv is the proof's and the matrix's."""
+    session.install("-e", ".[test]")
+    unpinned = ["speculators==0.9.0", "vllm==0.33.0", "pytest"]
+    env = {
+        "COMPATKIT_TODAY_PYTHON": _real_env(session, _stack_name(unpinned), unpinned),
+        "COMPATKIT_TODAY_PINNED_PYTHON": _real_env(session, _stack_name(TODAY_STACK), TODAY_STACK),
+    }
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "tests/test_pristine_all.py", *session.posargs, env=env
+    )
+
+
 def _site_packages(session: nox.Session, python: str) -> Path:
     code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     return Path(str(session.run(python, "-c", code, silent=True, external=True)).strip())

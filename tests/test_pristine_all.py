@@ -109,23 +109,39 @@ def test_usage_errors(demo: Demo, args: list[str]) -> None:
     assert err.startswith("compatkit: error: ") and len(err.splitlines()) == 1
 
 
-REAL = os.environ.get("COMPATKIT_TODAY_PYTHON")  # a venv with vllm==0.33.0 (nox -s today)
+REAL = os.environ.get(
+    "COMPATKIT_TODAY_PYTHON"
+)  # vllm==0.33.0 as uv resolves it (nox -s pristine_real)
+PINNED = os.environ.get("COMPATKIT_TODAY_PINNED_PYTHON")  # the same with the cuda constraints
 
 
 @pytest.mark.skipif(not REAL, reason="needs COMPATKIT_TODAY_PYTHON (the real vLLM 0.33 stack)")
 def test_the_real_cuda_pair_is_named() -> None:
     """uv resolves cuda-python 12.6.2.post1 beside cuda-bindings 13.5.0 for vllm 0.33.0; both
     ship cuda/bindings/*. Whichever was unpacked last, the pair is named."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "compatkit", "--python", str(REAL), "verify", "--pristine", "--all"],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 1, proc.stderr
-    pair = [
+    code, lines = _all(str(REAL))
+    assert code == 1, lines
+    assert len(_cuda_pair(lines)) == 1, lines
+
+
+@pytest.mark.skipif(not PINNED, reason="needs COMPATKIT_TODAY_PINNED_PYTHON")
+def test_the_constraints_remove_the_pair() -> None:
+    """With vllm033-hidden-states' pins (compatkit constraints) the pair is gone; what else
+    is off there is reported as it is."""
+    _, lines = _all(str(PINNED))
+    assert _cuda_pair(lines) == [] and not any("cuda-" in line for line in lines), lines
+
+
+def _all(python: str) -> tuple[int, list[str]]:
+    cmd = [sys.executable, "-m", "compatkit", "--python", python, "verify", "--pristine", "--all"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode, proc.stderr.splitlines()
+
+
+def _cuda_pair(lines: list[str]) -> list[str]:
+    return [
         line
-        for line in proc.stderr.splitlines()
+        for line in lines
         if ("cuda-bindings 13.5.0:" in line and "overwritten by cuda-python 12.6.2.post1" in line)
         or ("cuda-python 12.6.2.post1:" in line and "overwritten by cuda-bindings 13.5.0" in line)
     ]
-    assert len(pair) == 1, proc.stderr
