@@ -6,12 +6,13 @@
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
 - wheel_proof: the patched speculators wheel installed with vLLM 0.16.0, checked and smoke-tested
 - runtime: runtime mode on the real stack (tests/test_runtime_real.py)
+- pristine_real: verify --pristine --all on today's vLLM 0.33 stack, unpinned and pinned
 - demo: the README demo on the real stack, then a byte-identical check
 - matrix(cell=ID): one cell of matrix.toml; compat_docs: docs/compatibility.md from the results
 - bench: the benchmarks into docs/benchmarks.md; bench_quick: each once, small (CI)
 
 .ci/run lists the ones CI runs. The real stack (speculators + vLLM, about 10 GB on an empty uv
-cache) is installed once per session under .nox/_envs.
+cache) is installed once per stack under .nox/_envs, shared by the sessions that use it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ def _cells() -> list[dict[str, object]]:
 
 PYTHON = "3.11"
 REAL_STACK = ["speculators==0.3.0", "vllm==0.16.0", "pytest"]
+# today's stack with vllm033-hidden-states' constraints (compatkit constraints PATCHSET)
+TODAY_STACK = [
+    "speculators==0.9.0",
+    "vllm==0.33.0",
+    "cuda-python==13.4.4",
+    "cuda-bindings==13.4.4",
+    "pytest",
+]
 
 
 @nox.session(python=PYTHON)
@@ -85,6 +94,16 @@ def lint(session: nox.Session) -> None:
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
 
 
+def _stack_name(stack: list[str], python: str = PYTHON) -> str:
+    """One venv per distinct stack (interpreter + packages): the proof session and every
+    matrix cell that install the same packages share it (vLLM 0.33's is about 10 GB of
+    hardlinks and a minute of uv even with a warm cache; CI's budget is 50 minutes)."""
+    import hashlib
+
+    key = "\n".join([python, *sorted(p.replace(" ", "") for p in stack)])
+    return f"stack-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
 def _real_env(
     session: nox.Session,
     name: str,
@@ -121,14 +140,16 @@ def _real_env(
 def proof(session: nox.Session) -> None:
     """compatkit prove for each bundled patchset on its own real stack (build/proof).
 
-    Every smoke test must fail unpatched, fail without its patch, and pass patched."""
+    Every smoke test must fail unpatched, fail without its patch, and pass patched. Each
+    stack's venv is the one its matrix cells use (_stack_name)."""
     session.install("-e", ".")
     for patchset, stack in (
         ("speculators-vllm016", REAL_STACK),
         ("speculators040-vllm016", ["speculators==0.4.0", "vllm==0.16.0", "pytest"]),
         ("speculators-vllm017", ["speculators==0.3.0", "vllm==0.17.1", "pytest"]),
+        ("vllm033-hidden-states", TODAY_STACK),
     ):
-        target = _real_env(session, f"proof-{patchset}", stack)
+        target = _real_env(session, _stack_name(stack), stack)
         session.run(
             "compatkit",
             "prove",
@@ -198,6 +219,22 @@ def runtime(session: nox.Session) -> None:
     )
 
 
+@nox.session(python=PYTHON)
+def pristine_real(session: nox.Session) -> None:
+    """verify --pristine --all on today's stack as uv resolves it (cuda-python 12.6.2.post1's
+    files over cuda-bindings 13.5.0's: named, exit 1) and with vllm033-hidden-states' pins (the
+    pair gone): tests/test_pristine_all.py. The pinned venv is the proof's and the matrix's."""
+    session.install("-e", ".[test]")
+    unpinned = ["speculators==0.9.0", "vllm==0.33.0", "pytest"]
+    env = {
+        "COMPATKIT_TODAY_PYTHON": _real_env(session, _stack_name(unpinned), unpinned),
+        "COMPATKIT_TODAY_PINNED_PYTHON": _real_env(session, _stack_name(TODAY_STACK), TODAY_STACK),
+    }
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "tests/test_pristine_all.py", *session.posargs, env=env
+    )
+
+
 def _site_packages(session: nox.Session, python: str) -> Path:
     code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
     found = session.run(python, "-c", code, silent=True, external=True, log=False)
@@ -253,9 +290,11 @@ def matrix(session: nox.Session, cell: str) -> None:
     per patchset and mode, applies, verifies, smoke-tests and reverts (or classifies each patch
     against upstream), checks the install is pristine after, and compares with the expected."""
     spec = next(c for c in _cells() if c["id"] == cell)
-    venv = ROOT / ".nox" / "_envs" / f"cell-{cell}"
     packages = [str(p) for p in spec["packages"]]  # type: ignore[attr-defined]
-    python = _real_env(session, f"cell-{cell}", [*packages, "pytest"], str(spec["python"]))
+    stack = [*packages, "pytest"]
+    name = _stack_name(stack, str(spec["python"]))  # shared with the proof and other cells
+    venv = ROOT / ".nox" / "_envs" / name
+    python = _real_env(session, name, stack, str(spec["python"]))
     session.run("uv", "pip", "install", "-q", "--python", python, "-e", str(ROOT), external=True)
     session.run(
         str(venv / "bin" / "compatkit"),

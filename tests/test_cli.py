@@ -183,10 +183,12 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
     assert "compatkit/patchsets/speculators-vllm016/patchset.toml" in names
     assert "compatkit/patchsets/speculators040-vllm016/patchset.toml" in names
     assert "compatkit/patchsets/speculators-vllm017/patchset.toml" in names
+    assert "compatkit/patchsets/vllm033-hidden-states/patchset.toml" in names
     for smoke in (
         "compatkit/patchsets/speculators-vllm016/smoke/test_patch_6",
         "compatkit/patchsets/speculators040-vllm016/smoke/test_patch_11",  # its own smoke/
         "compatkit/patchsets/speculators-vllm017/smoke/test_patch_13",
+        "compatkit/patchsets/vllm033-hidden-states/smoke/test_patch_14",
     ):
         assert any(n.startswith(smoke) for n in names), smoke
     venv = tmp_path / "v"
@@ -203,4 +205,5 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
         "speculators-vllm016",
         "speculators-vllm017",
         "speculators040-vllm016",
+        "vllm033-hidden-states",
     ]

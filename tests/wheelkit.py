@@ -18,18 +18,27 @@ def _hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
-def build_wheel(directory: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
-    """A real, installable pure-Python wheel holding ``files``."""
-    info = f"{name}-{version}.dist-info"
+def build_wheel(
+    directory: Path,
+    name: str,
+    version: str,
+    files: dict[str, bytes],
+    requires: tuple[str, ...] = (),
+) -> Path:
+    """A real, installable pure-Python wheel holding ``files`` (``requires``: Requires-Dist)."""
+    info = f"{name.replace('-', '_')}-{version}.dist-info"
+    depends = "".join(f"Requires-Dist: {r}\n" for r in requires)
     meta = {
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{depends}"
+        ).encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: compatkit-tests\n"
         b"Root-Is-Purelib: true\nTag: py3-none-any\n",
     }
     everything = {**files, **meta}
     record = "".join(f"{p},{_hash(d)},{len(d)}\n" for p, d in everything.items())
     record += f"{info}/RECORD,,\n"
-    path = directory / f"{name}-{version}-py3-none-any.whl"
+    path = directory / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as zf:
         for p, d in everything.items():
             zf.writestr(p, d)

@@ -55,6 +55,7 @@ COMMANDS: dict[str, tuple[str | None, tuple[int, int], object, dict[str, tuple[s
         [],
         {
             "--pristine": ("pristine", "value"),
+            "--all": ("all", "flag"),
             "--allow-empty": ("allow_empty", "flag"),
             **_RUNTIME,
         },

@@ -10,6 +10,7 @@ from __future__ import annotations
 from compatkit import reqlite, startup_code
 from compatkit.diffparse import FileDiff
 from compatkit.engine import SeriesConflict, apply_series
+from compatkit.errors import PatchFormatError
 from compatkit.patchset import Patchset
 from compatkit.records import hash_bytes
 from compatkit.results import Status
@@ -75,6 +76,38 @@ def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> l
         found = env.find(req.name)
         problems.append(_version_problem(req, found.version if found else None))
     return [p for p in problems if p]
+
+
+def constraint_problems(ps: Patchset, env: Environment) -> list[str]:
+    """Every ``[[constraints]]`` pin the environment breaks (an absent distribution breaks
+    none: a constraint limits what is installed, as ``pip install -c`` reads it). Plain pins
+    are decided by compatkit.reqlite (start-up time), the rest by packaging."""
+    found = []
+    for pin, _ in ps.constraints:
+        simple = reqlite.parse(pin)
+        name = simple.name if simple is not None else _requirement(ps, pin).name
+        dist = env.find(name)
+        if dist is None:
+            continue
+        fits = simple.contains(dist.version) if simple is not None else None
+        if fits is None:
+            req = _requirement(ps, pin)
+            if req.marker is not None and not req.marker.evaluate(env.markers):
+                continue
+            fits = req.specifier.contains(dist.version, prereleases=True)
+        if not fits:
+            found.append(f"constraint {pin} unmet: found {dist.name} {dist.version}")
+    return found
+
+
+def _requirement(ps: Patchset, pin: str) -> Requirement:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(pin)
+    except InvalidRequirement as exc:
+        where = f"{ps.root}/patchset.toml"
+        raise PatchFormatError(f"{where}: bad constraint {pin!r}: {exc}") from None
 
 
 def expected_sha(state: State, f: FileState, others: list[State]) -> str | None:

@@ -65,8 +65,8 @@ def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
     if cmd == "verify":
         from compatkit.commands import verify
 
-        if args.pristine:
-            return verify.verify_pristine(env, args.pristine, out)
+        if args.pristine is not None or args.all:
+            return _pristine(args, env, out)
         return verify.verify(registry, env, args.patchset, out)
     if cmd in ("status", "list"):
         from compatkit.commands import status
@@ -96,8 +96,16 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         from compatkit.commands.upstream import upstream
         from compatkit.target import Environment
 
+        if args.python and args.with_:
+            raise UsageError(
+                "--with adds to the throw-away environment; with --python there is none"
+            )
         target = Environment.for_python(args.python) if args.python else None
-        return upstream(registry, target, args.patchset, args.against, out)
+        return upstream(registry, target, args.patchset, args.against, out, tuple(args.with_))
+    if cmd == "constraints":
+        from compatkit.commands.constraints import constraints
+
+        return constraints(registry, args.patchset, out)
     if cmd == "prove":
         from compatkit.commands.prove import prove
 
@@ -119,6 +127,19 @@ def _dispatch_more(args: Namespace, registry: Any, env: Any, out: Any) -> int:
 
         return sbom(registry, env, args.output, out, args.runtimes)
     raise AssertionError(cmd)
+
+
+def _pristine(args: Namespace, env: Any, out: Any) -> int:
+    """``verify --pristine DIST`` or ``verify --pristine --all``."""
+    from compatkit.commands import verify
+
+    if args.all and (args.pristine is None or args.pristine or args.patchset):
+        raise UsageError("--all goes with --pristine alone: verify --pristine --all")
+    if args.all:
+        return verify.verify_pristine_all(env, out)
+    if not args.pristine:
+        raise UsageError("--pristine takes a distribution (or --all)")
+    return verify.verify_pristine(env, args.pristine, out)
 
 
 def _runtime_mode(args: Namespace, registry: Any, env: Any, out: Any) -> int:
@@ -159,7 +180,8 @@ def _run(args: Namespace, out: Any) -> int:
         return fleet(registry, args.action, args.patchset, *where, out, args.force, args.keep_going)
     env = Environment.for_python(args.python)
     no_name = args.command in ("apply", "verify") and not args.patchset
-    if no_name and not getattr(args, "pristine", None) and getattr(args, "runtime", None) is None:
+    pristine = getattr(args, "pristine", None) is not None or getattr(args, "all", False)
+    if no_name and not pristine and getattr(args, "runtime", None) is None:
         return _project(args, config, registry, env, out)
     args.project_pyproject = config.path if config else None  # status: the upgrade check
     return _dispatch(args, registry, env, out)

@@ -190,7 +190,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     p = add("verify", "check that patchsets are fully applied and intact")
     p.add_argument("patchset", nargs="*", help="default: the project's [tool.compatkit] set")
-    p.add_argument("--pristine", metavar="DIST", help="check a whole distribution against RECORD")
+    p.add_argument(
+        "--pristine",
+        metavar="DIST",
+        nargs="?",
+        const="",
+        help="check a whole distribution against RECORD (with --all: every distribution)",
+    )
+    p.add_argument("--all", action="store_true", help="with --pristine: every distribution")
     p.add_argument(
         "--allow-empty",
         action="store_true",
@@ -232,6 +239,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         required=True,
         help="the release to check, e.g. vllm==0.17.1 (installed in a throw-away venv)",
     )
+    p.add_argument(
+        "--with",
+        dest="with_",
+        metavar="REQ",
+        action="append",
+        default=[],
+        help="also install this into the throw-away environment (repeatable; not with --python)",
+    )
+
+    p = add("constraints", "print a patchset's constraints as a file for pip/uv install -c")
+    p.add_argument("patchset")
 
     p = add("matrix", "version matrix: run one cell, build the report, list CI jobs")
     p.add_argument("action", choices=["run", "report", "jobs"])

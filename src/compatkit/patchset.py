@@ -92,6 +92,7 @@ class Patchset(Value):
         "smoke_root",
         "own_smoke",
         "startup_code",
+        "constraints",
         "_specifier",
         "_requires",
     )
@@ -111,6 +112,7 @@ class Patchset(Value):
         smoke_root: Path | None = None,  # whose smoke/ holds the tests (smoke-from)
         own_smoke: bool = False,  # smoke-from, and a smoke/ of its own on top of it
         startup_code: tuple[str, ...] = (),  # start-up files it may touch (compatkit.startup_code)
+        constraints: tuple[tuple[str, str], ...] = (),  # (PEP 508 pin, rationale)
     ) -> None:
         self.name, self.version, self.summary = name, version, summary
         self.distribution = distribution
@@ -123,6 +125,7 @@ class Patchset(Value):
         self.smoke_root = root if smoke_root is None else smoke_root
         self.own_smoke = own_smoke
         self.startup_code = startup_code
+        self.constraints = constraints
         self._specifier: SpecifierSet | None = None
         self._requires: tuple[Requirement, ...] | None = None
 

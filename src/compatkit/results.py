@@ -36,6 +36,7 @@ class Status(str, Enum):
     UPSTREAM = "upstream"
     STILL_NEEDED = "still needed"
     NEEDS_PORT = "needs port"
+    REMOVED_UPSTREAM = "removed upstream"  # its files are gone from the release: retire it
     # a port by three-way merge (rebase; CONFLICT and UPSTREAM too)
     CLEAN = "clean"
     OFFSET = "offset"
@@ -56,5 +57,6 @@ MATRIX_STATES = (
     Status.UPSTREAM,
     Status.STILL_NEEDED,
     Status.NEEDS_PORT,
+    Status.REMOVED_UPSTREAM,
     Status.NOT_APPLICABLE,
 )

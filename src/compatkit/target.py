@@ -243,6 +243,17 @@ class Environment(Value):
         return " (compatkit's own; add --python PATH to target another interpreter or venv)"
 
 
+def installed(env: Environment) -> list[Dist]:
+    """Every distribution with a ``.dist-info`` in ``env`` (the first on the path wins)."""
+    seen: dict[str, Dist] = {}
+    for base in env.paths:
+        for info in sorted(Path(base).glob("*.dist-info")):
+            dist = Dist.at(info)
+            if dist is not None:
+                seen.setdefault(canonical_name(dist.name), dist)
+    return list(seen.values())
+
+
 _INDEXES: dict[str, tuple[list[str], dict[str, list[str]]]] = {}
 
 

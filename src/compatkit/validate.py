@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 # every key patchset.toml may hold, per table ("" is the top level)
 KEYS: dict[str, tuple[str, ...]] = {
-    "": ("patchset", "target", "series"),
+    "": ("patchset", "target", "series", "constraints"),
     "patchset": ("name", "version", "summary", "series", "smoke-from", "startup-code"),
     "target": ("distribution", "specifier", "requires", "series"),
 }
@@ -58,6 +58,7 @@ class Checked:
         "smoke",
         "own_smoke",
         "startup_code",
+        "constraints",
     )
 
     def __init__(self, root: Path) -> None:
@@ -71,6 +72,7 @@ class Checked:
         self.smoke = root  # the patchset directory whose smoke/ holds the (shared) tests
         self.own_smoke = False  # smoke-from, and a smoke/ of its own on top of it
         self.startup_code: tuple[str, ...] = ()  # start-up files it may touch (startup_code)
+        self.constraints: tuple[tuple[str, str], ...] = ()  # (PEP 508 pin, rationale)
 
     def text(self, table: dict[str, object], key: str, name: str) -> str:
         value = table.get(key)
@@ -125,6 +127,7 @@ def load_patchset(root: Path) -> Patchset:
         smoke_root=checked.smoke,
         own_smoke=checked.own_smoke,
         startup_code=checked.startup_code,
+        constraints=checked.constraints,
     )
 
 
@@ -152,10 +155,32 @@ def _tables(checked: Checked, data: dict[str, object]) -> None:
     except CompatkitError as exc:
         checked.problems.append(exc.message)
     _own_smoke(checked)
+    _constraints(checked, data.get("constraints", []))
     try:
         checked.startup_code = startup_code.declared(meta, "[patchset]")
     except CompatkitError as exc:
         checked.problems.append(exc.message)
+
+
+def _constraints(checked: Checked, raw: object) -> None:
+    """``[[constraints]]``: each a ``pin`` (PEP 508) and the ``rationale`` for it."""
+    if not isinstance(raw, list) or not all(isinstance(c, dict) for c in raw):
+        checked.problems.append("'constraints' must be an array of tables ([[constraints]])")
+        return
+    found = []
+    for i, table in enumerate(raw, 1):
+        where = f"constraints #{i}"
+        for key in table:
+            if key not in ("pin", "rationale"):
+                checked.problems.append(
+                    f"unknown key {str(key)[:60]!r} in {where} (known: pin, rationale)"
+                )
+        pin, why = checked.text(table, "pin", where), checked.text(table, "rationale", where)
+        if pin and "\n" in pin:
+            checked.problems.append(f"[{where}] 'pin' must be one line")
+        elif pin and why:
+            found.append((pin.strip(), why.strip()))
+    checked.constraints = tuple(found)
 
 
 def _own_smoke(checked: Checked) -> None:
@@ -260,6 +285,11 @@ def _deep(checked: Checked) -> None:
             Requirement(str(req))
         except InvalidRequirement as exc:
             checked.problems.append(f"bad requirement {req!r}: {exc}")
+    for pin, _ in checked.constraints:
+        try:
+            Requirement(pin)
+        except InvalidRequirement as exc:
+            checked.problems.append(f"bad constraint {pin!r}: {exc}")
     if not checked.series and not any("series" in p for p in checked.problems):
         checked.problems.append("the series is empty")
     ids = {p.id for p in checked.patches}

@@ -36,7 +36,12 @@ def run(
     for name in cell.patchsets:
         ps = registry.get(name)
         before = fingerprint(env, ps)
-        out.line(f"cell {cell.id}: {name} ({cell.mode}): applying, smoke tests, reverting ...")
+        doing = (
+            "smoke tests on the unpatched release"
+            if cell.mode == "upstream"
+            else "applying, smoke tests, reverting"
+        )
+        out.line(f"cell {cell.id}: {name} ({cell.mode}): {doing} ...")
         results[name] = run_patchset(registry, env, ps, cell.mode)
         if fingerprint(env, ps) != before:
             pristine.append(f"{name}: {ps.distribution} is not pristine after the run")

@@ -15,7 +15,9 @@ LEGEND = (
     "**applied**: the patch applies (offset N: its context moved N lines) and was applied; "
     "**upstream**: the fix is already in this release (its smoke test passes unpatched, or "
     "the diff is already present); **still needed**: the smoke test fails on the unpatched "
-    "release and the diff would apply; **needs port**: the diff conflicts; **not applicable**: "
+    "release and the diff would apply; **needs port**: the diff conflicts; **removed upstream**: "
+    "every file the patch changes is gone from the release (the code was deleted: retire the "
+    "patch; the reason is the smoke test's own first error); **not applicable**: "
     "the environment does not meet the patchset's target or requirements. The second word is "
     "the patch's smoke test: pass or fail."
 )
@@ -89,10 +91,12 @@ def _markdown(cells: list[dict[str, Any]], columns: list[str], rows: list[list[s
             "",
             "## Why smoke tests failed",
             "",
-            "| cell | patch | first failure |",
-            "|---|---|---|",
+            "| cell | patchset | patch | first failure |",
+            "|---|---|---|---|",
         ]
-        lines += [f"| {cell} | {e['id']} | {_stable(e['reason'])} |" for cell, _, e in reasons]
+        lines += [
+            f"| {cell} | {ps} | {e['id']} | {_stable(e['reason'])} |" for cell, ps, e in reasons
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compatkit.checks import constraint_problems
 from compatkit.ops.inspect import inspect_patchset, where
 from compatkit.output import Output
 from compatkit.registry import Registry
@@ -36,6 +37,7 @@ def status(
                 "installed": dist.version if dist else None,
                 "state": summary,
                 "applied_version": state.version if state else None,
+                "unmet_constraints": (unmet := constraint_problems(ps, env)),
                 "patches": [
                     {"id": s.id, "status": s.status, "detail": s.detail, "startup_code": s.startup}
                     for s in statuses
@@ -51,6 +53,8 @@ def status(
             ["patch", "title", "state", "detail"],
             rows,
         )
+        for line in unmet:
+            out.line(f"{ps.name}: {line}", style="red")
         if dist is not None and "ck." in dist.version:  # a patched wheel?
             wheels.append(ps.distribution)
             _wheel_hint(out, dist, ps.target, state is None and summary == "not applicable")

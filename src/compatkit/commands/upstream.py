@@ -10,6 +10,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from compatkit.checks import requirement_problems, target_problem
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.ops.classify import classify, throwaway_env
 from compatkit.ops.smoke import require_pytest
@@ -20,8 +21,10 @@ from compatkit.results import Status
 from compatkit.target import Environment
 
 
-def _throwaway(ps: Patchset, against: Requirement, folder: Path, out: Output) -> Environment:
-    packages = [str(against), *(str(r) for r in ps.requires), "pytest"]
+def _throwaway(against: Requirement, extra: list[str], folder: Path, out: Output) -> Environment:
+    """The release under test with its own dependencies (and ``--with``); the patchset's
+    requirements are checked against it afterwards, never installed beside it."""
+    packages = [str(against), *extra, "pytest"]
     out.line(f"building a throw-away environment: {' '.join(packages)}")
     return throwaway_env(packages, folder)
 
@@ -37,24 +40,34 @@ def _parse_against(ps: Patchset, against: str) -> Requirement:
 
 
 def upstream(
-    registry: Registry, env: Environment | None, name: str, against: str, out: Output | None = None
+    registry: Registry,
+    env: Environment | None,
+    name: str,
+    against: str,
+    out: Output | None = None,
+    extra: tuple[str, ...] = (),
 ) -> int:
     out = out or Output()
     ps = registry.get(name)
     req = _parse_against(ps, against)
     with tempfile.TemporaryDirectory(prefix="compatkit-upstream-") as tmp:
-        target = env or _throwaway(ps, req, Path(tmp) / "venv", out)
+        target = env or _throwaway(req, _parse_with(extra), Path(tmp) / "venv", out)
         require_pytest(target)
         dist = target.require(ps.distribution)
         if not req.specifier.contains(dist.version, prereleases=True):
             raise CompatkitError(f"the target has {dist.name} {dist.version}, not {req}")
+        mismatch = target_problem(ps, dist)  # an older target release: expected here
+        unmet = [p for p in requirement_problems(ps, target, dist) if p != mismatch]
         verdicts = classify(ps, target)
     out.doc.update(
         ok=True,
         patchset=ps.name,
         against=f"{dist.name}=={dist.version}",
+        unmet_requirements=unmet,
         patches=[v.__dict__ for v in verdicts],
     )
+    for line in unmet:
+        out.line(f"{ps.name}'s requirement unmet here (checked, not installed): {line}")
     out.table(
         f"{ps.name} against unpatched {dist.name} {dist.version}",
         ["patch", "verdict", "smoke (unpatched)", "diff"],
@@ -63,9 +76,19 @@ def upstream(
             for v in verdicts
         ],
     )
-    gone = [v.id for v in verdicts if v.state is Status.UPSTREAM]
-    out.line(
-        f"{len(gone)}/{len(verdicts)} patches are upstream in {dist.name} {dist.version}"
-        + (f": {', '.join(gone)} can retire" if gone else "")
-    )
+    for state in (Status.UPSTREAM, Status.REMOVED_UPSTREAM):
+        gone = [v.id for v in verdicts if v.state is state]
+        out.line(
+            f"{len(gone)}/{len(verdicts)} patches are {state} in {dist.name} {dist.version}"
+            + (f": {', '.join(gone)} can retire" if gone else "")
+        )
     return 0
+
+
+def _parse_with(extra: tuple[str, ...]) -> list[str]:
+    for text in extra:
+        try:
+            Requirement(text)
+        except InvalidRequirement as exc:
+            raise UsageError(f"--with {text!r}: {exc}") from None
+    return list(extra)

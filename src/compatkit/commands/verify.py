@@ -84,3 +84,19 @@ def verify_pristine(env: Environment, name: str, out: Output | None = None) -> i
         raise CompatkitError(f"{dist.name} {dist.version} is not pristine", problems)
     out.line(f"{dist.name} {dist.version}: every file matches its RECORD", style="green")
     return 0
+
+
+def verify_pristine_all(env: Environment, out: Output | None = None) -> int:
+    """``verify --pristine --all``: one line per distribution that is not pristine."""
+    from compatkit.ops.pristine import check_all
+
+    out = out or Output()
+    checked, reports = check_all(env)
+    out.doc.update(ok=not reports, checked=checked, distributions=[r.doc() for r in reports])
+    if reports:
+        raise CompatkitError(
+            f"{len(reports)} of {checked} distributions are not pristine",
+            [r.line() for r in reports],
+        )
+    out.line(f"all {checked} distributions: every file matches its RECORD", style="green")
+    return 0

@@ -1,12 +1,16 @@
-"""Classify each patch against a release: upstream, still needed, or needs port.
+"""Classify each patch against a release: upstream, still needed, needs port, or removed.
 
 Two oracles, reported side by side, because they can disagree:
 
 - behavioural: the patch's smoke test on the *unpatched* release (pass: the fix is upstream);
 - textual: the patch applies forward, is already present (applies in reverse), or conflicts.
 
-A patch is **upstream** when its smoke test passes unpatched, **needs port** when it fails and
-the diff conflicts, and **still needed** when it fails and the diff would still apply.
+A patch is **upstream** when its smoke test passes unpatched, **removed upstream** when it
+fails and every file the diff changes is gone from the release (the code was deleted: the patch
+can retire, there is nothing to port to), **needs port** when it fails and the diff conflicts
+with files that are still there, and **still needed** when it fails and the diff would still
+apply. A removed patch's reason is its smoke test's own first error (the exception line), never
+"blocked: needs patch-N": the blocker is that the code is gone.
 """
 
 from __future__ import annotations
@@ -20,18 +24,19 @@ from pathlib import Path
 from compatkit.checks import textual_status
 from compatkit.errors import CompatkitError
 from compatkit.ops.smoke import run_smoke, select
-from compatkit.patchset import Patchset
+from compatkit.patchset import Patch, Patchset
 from compatkit.results import Status
-from compatkit.target import Environment
+from compatkit.target import Dist, Environment
 
 
 @dataclass(frozen=True)
 class Verdict:
     id: str
-    state: Status  # UPSTREAM, STILL_NEEDED, NEEDS_PORT
+    state: Status  # UPSTREAM, STILL_NEEDED, NEEDS_PORT, REMOVED_UPSTREAM
     smoke: Status  # PASS or FAIL
     textual: str  # applies cleanly / applies, offset N / its change is already present / conflict
     reason: str = ""
+    error: str = ""  # the smoke test's own first failure (the exception line), if it failed
 
 
 def classify(ps: Patchset, env: Environment) -> list[Verdict]:
@@ -42,14 +47,47 @@ def classify(ps: Patchset, env: Environment) -> list[Verdict]:
     verdicts = []
     for patch in ps.patches:
         result, text = smoke[patch.id], texts[patch.id]
+        reason, detail = result.reason, text.detail
+        gone = removed_files(patch, dist)
         if result.verdict is Status.PASS:
             state = Status.UPSTREAM
+        elif gone:
+            state, reason = Status.REMOVED_UPSTREAM, result.error
+            detail = f"{', '.join(gone)} no longer in {dist.name} {dist.version}"
         elif text.textual is Status.CONFLICT:
             state = Status.NEEDS_PORT
         else:
             state = Status.STILL_NEEDED
-        verdicts.append(Verdict(patch.id, state, result.verdict, text.detail, result.reason))
+        error = "" if result.verdict is Status.PASS else result.error
+        verdicts.append(Verdict(patch.id, state, result.verdict, detail, reason, error))
     return verdicts
+
+
+def removed_files(patch: Patch, dist: Dist) -> list[str]:
+    """The files ``patch`` changes or deletes, when every one of them is gone (else [])."""
+    paths = [fd.path for fd in patch.files if fd.kind != "create"]
+    if not paths or any(dist.files.lexists(p) for p in paths):
+        return []
+    return paths
+
+
+def install_error(stderr: str) -> str:
+    """The installer's failure in one line: a resolver conflict's sentence naming the
+    conflicting pair ("Because ... we can conclude that ..."), else the last line.
+
+    >>> install_error("x No solution found:\\n  -> Because a==1 depends on b<2 and you\\n"
+    ...     "     require b>=2, we can conclude that it is unsatisfiable.\\n")
+    'Because a==1 depends on b<2 and you require b>=2, we can conclude that it is unsatisfiable.'
+    """
+    text = " ".join(stderr.split())
+    at = text.find("Because ")
+    if at >= 0:
+        end = text.find("unsatisfiable.", at)
+        return text[at : end + len("unsatisfiable.")] if end >= 0 else text[at:][:400]
+    if "ResolutionImpossible" in text or "conflict is caused by" in text:  # pip
+        at = text.find("The conflict is caused by")
+        return text[at:][:400] if at >= 0 else text[-400:]
+    return (stderr.strip().splitlines() or ["install failed"])[-1].strip()
 
 
 def throwaway_env(packages: list[str], folder: Path) -> Environment:
@@ -64,6 +102,5 @@ def throwaway_env(packages: list[str], folder: Path) -> Environment:
         cmd = [str(python), "-m", "pip", "install", "-q", *packages]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["install failed"])[-1]
-        raise CompatkitError(f"cannot install {' '.join(packages)}: {last}")
+        raise CompatkitError(f"cannot install {' '.join(packages)}: {install_error(proc.stderr)}")
     return Environment.for_python(str(python))

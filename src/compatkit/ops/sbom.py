@@ -21,7 +21,7 @@ from compatkit.names import canonical_name
 from compatkit.patchset import Patch, Patchset
 from compatkit.registry import Registry
 from compatkit.state import State, states_of
-from compatkit.target import Dist, Environment
+from compatkit.target import Environment, installed
 from compatkit.value import Value
 
 FORMATS = ("cyclonedx",)
@@ -106,17 +106,6 @@ def wheel_document(
     return sbomdoc.document([], root, serial, when, tool)
 
 
-def distributions(env: Environment) -> list[Dist]:
-    """Every distribution with a ``.dist-info`` in ``env`` (the first on the path wins)."""
-    seen: dict[str, Dist] = {}
-    for base in env.paths:
-        for info in sorted(Path(base).glob("*.dist-info")):
-            dist = Dist.at(info)
-            if dist is not None:
-                seen.setdefault(canonical_name(dist.name), dist)
-    return list(seen.values())
-
-
 def _known(registry: Registry, name: str, digest: str) -> Patchset | None:
     """The patchset exactly as applied (same digest), if this registry has it."""
     if name not in registry.names():
@@ -175,7 +164,7 @@ def environment_document(
         for dist_name, sets in runtime_patchsets(registry, root).items():
             served.setdefault(dist_name, []).extend(sets)
     components, patched, unknown = [], [], []
-    for dist in distributions(env):
+    for dist in installed(env):
         states = states_of(dist)
         applied = [Applied.of_state(s, _known(registry, s.patchset, s.digest)) for s in states]
         applied += served.get(canonical_name(dist.name), [])

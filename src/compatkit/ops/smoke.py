@@ -70,6 +70,7 @@ class SmokeResult:
     tests: list[str]  # outcome of each test case
     reason: str = ""  # the first failure's message, one line
     blocked_by: tuple[str, ...] = ()  # Smoke-Needs patches not applied here (see run_smoke)
+    error: str = ""  # the test's own first failure, one line (reason may wrap it: blocked)
 
 
 def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
@@ -78,14 +79,23 @@ def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:
     if not junit.exists():
         return results
     for case in ET.parse(junit).getroot().iter("testcase"):
-        module = case.get("classname", "").split(".")
+        # a module that fails to import is one case: no classname, the module as its name
+        module = (case.get("classname") or case.get("name") or "").split(".")
         name = module[-2] if len(module) > 1 and module[-1][:1].isupper() else module[-1]
         bad = [c for c in case if c.tag in ("failure", "error")]
         skipped = [c for c in case if c.tag == "skipped"]
         outcome = "fail" if bad else "skipped" if skipped else "pass"
         message = (bad or skipped)[0].get("message", "") if (bad or skipped) else ""
+        if message == "collection failure":
+            message = _raised(bad[0].text or "") or message
         results.setdefault(f"{name}.py", []).append((outcome, _one_line(message)))
     return results
+
+
+def _raised(report: str) -> str:
+    """The exception line pytest marks with ``E`` last in a failure report."""
+    marked = [line[1:].strip() for line in report.splitlines() if line.startswith("E ")]
+    return marked[-1] if marked else ""
 
 
 def run_smoke(
@@ -120,7 +130,8 @@ def run_smoke(
         passed = cases and all(o == "pass" for o, _ in cases)
         verdict = Status.PASS if passed else Status.FAIL
         reason = next((m for o, m in cases if o != "pass"), "" if cases else "no test ran")
-        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason)
+        error = exception_line(reason)
+        results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason, error=error)
     return proc.returncode, _blocked(ps, env, results)
 
 
@@ -144,7 +155,7 @@ def _blocked(
                 f"(not applied here), so this may be their failure, not {pid}'s; it failed "
                 f"with: {r.reason}"
             )
-            r = SmokeResult(r.verdict, r.tests, why, missing)
+            r = SmokeResult(r.verdict, r.tests, why, missing, r.error)
         out[pid] = r
     return out
 
@@ -153,6 +164,19 @@ def _applied_here(ps: Patchset, env: Environment) -> set[str]:
     dist = env.find(ps.distribution)
     state = load_state(dist, ps.name) if dist is not None else None
     return set(state.applied) if state else set()
+
+
+_WRAPPED = re.compile(r'failed on (?:setup|teardown|call) with "(.*)"')
+
+
+def exception_line(message: str) -> str:
+    """The exception line of a pytest failure message, without pytest's fixture wrapper.
+
+    >>> exception_line('failed on setup with "ModuleNotFoundError: No module named x"')
+    'ModuleNotFoundError: No module named x'
+    """
+    m = _WRAPPED.fullmatch(message)
+    return m.group(1) if m else message
 
 
 _TMP = re.compile(r"\S*/pytest-of-[^/\s]+/pytest-\d+/")

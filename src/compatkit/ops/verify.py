@@ -8,7 +8,7 @@ patch files make of the original bytes (:mod:`compatkit.derive`): a record is on
 from __future__ import annotations
 
 from compatkit import derive
-from compatkit.checks import state_problems
+from compatkit.checks import constraint_problems, state_problems
 from compatkit.errors import CompatkitError
 from compatkit.records import Row, hash_bytes
 from compatkit.registry import Registry
@@ -63,6 +63,7 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
         elif not found:
             others = [o for o in states_of(dist) if o.patchset != name]
             found = [f"{name}: {p}" for p in derive.problems(ps, dist, state, others)]
+        found += [f"{name}: {p}" for p in constraint_problems(ps, env)]
     return found
 
 

@@ -1,0 +1,147 @@
+"""verify --pristine --all: every distribution against its RECORD, overwrites attributed.
+
+Real wheels built here and installed with uv: two that ship the same path (the second
+install overwrites the first's files, as cuda-python 12.6 and cuda-bindings 13.5 do),
+one edited and one missing file, and a compatkit patchset's patched files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import Demo, Venv, build_wheel, run_cli
+
+SHARED_A = {"shared/__init__.py": b"", "shared/runtime.py": b"VERSION = 12\n"}
+SHARED_B = {"shared/__init__.py": b"", "shared/runtime.py": b"VERSION = 13\nNEW = 1\n"}
+
+
+def _edit(path: Path, data: bytes) -> None:
+    """Replace an installed file (a new inode: never through uv's hardlink)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+@pytest.fixture
+def clobbered(tmp_path: Path, make_venv: Callable[..., Venv]) -> Venv:
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    venv = make_venv()
+    old = build_wheel(wheels, "oldpy", "12.6", {**SHARED_A, "oldpy/__init__.py": b""})
+    new = build_wheel(wheels, "newbind", "13.5", {**SHARED_B, "newbind/__init__.py": b""})
+    third = {"third/__init__.py": b"", "third/a.py": b"a = 1\n", "third/b.py": b"b = 1\n"}
+    venv.install(new)
+    venv.install(old)  # unpacked last: its shared/ files win
+    venv.install(build_wheel(wheels, "third", "1.0", third))
+    return venv
+
+
+def test_names_the_overwriting_distribution(
+    clobbered: Venv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _edit(clobbered.site / "third" / "a.py", b"a = 2\n")
+    (clobbered.site / "third" / "b.py").unlink()
+    code, _out, err = run_cli(capsys, "--python", clobbered.python, "verify", "--pristine", "--all")
+    assert code == 1
+    lines = err.splitlines()
+    assert lines[0] == "compatkit: error: 2 of 3 distributions are not pristine"
+    # shared/__init__.py is the same empty file in both: only runtime.py differs
+    assert lines[1:] == [
+        "  - newbind 13.5: 1 file overwritten by oldpy 12.6",
+        "  - third 1.0: 1 file missing; 1 file match no RECORD",
+    ]
+
+
+def test_json_and_the_other_way_round(
+    clobbered: Venv, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = next((tmp_path / "w").glob("newbind-*.whl"))
+    clobbered.install(wheel, "uv", "--reinstall")  # now newbind's bytes are on disk
+    code, out, _ = run_cli(
+        capsys, "--json", "--python", clobbered.python, "verify", "--pristine", "--all"
+    )
+    doc = json.loads(out)
+    assert code == 1 and doc["ok"] is False and doc["checked"] == 3
+    assert doc["distributions"] == [
+        {
+            "distribution": "oldpy",
+            "version": "12.6",
+            "overwritten_by": {"newbind 13.5": 1},
+            "patched_by": {},
+            "missing": 0,
+            "match_no_record": 0,
+        }
+    ]
+
+
+def test_a_clean_environment_passes(
+    make_venv: Callable[..., Venv], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = make_venv()
+    venv.install(build_wheel(tmp_path, "solo", "1.0", {"solo/__init__.py": b"x = 1\n"}))
+    code, out, err = run_cli(capsys, "--python", venv.python, "verify", "--pristine", "--all")
+    assert (code, err) == (0, "")
+    assert out == "all 1 distributions: every file matches its RECORD\n"
+
+
+def test_files_a_patchset_changed_are_named_as_patched(demo: Demo) -> None:
+    assert demo.run("apply", "demo-fix")[0] == 0
+    code, _, err = demo.run("verify", "--pristine", "--all")
+    assert code == 1
+    assert err.splitlines()[1:] == ["  - demo 1.0: 2 files patched by demo-fix"]
+    assert demo.run("revert", "demo-fix")[0] == 0
+    assert demo.run("verify", "--pristine", "--all")[0] == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["verify", "--all"], ["verify", "--pristine"], ["verify", "--pristine", "demo", "--all"]],
+)
+def test_usage_errors(demo: Demo, args: list[str]) -> None:
+    code, out, err = demo.run(*args)
+    assert code == 2 and out == ""
+    assert err.startswith("compatkit: error: ") and len(err.splitlines()) == 1
+
+
+REAL = os.environ.get(
+    "COMPATKIT_TODAY_PYTHON"
+)  # vllm==0.33.0 as uv resolves it (nox -s pristine_real)
+PINNED = os.environ.get("COMPATKIT_TODAY_PINNED_PYTHON")  # the same with the cuda constraints
+
+
+@pytest.mark.skipif(not REAL, reason="needs COMPATKIT_TODAY_PYTHON (the real vLLM 0.33 stack)")
+def test_the_real_cuda_pair_is_named() -> None:
+    """uv resolves cuda-python 12.6.2.post1 beside cuda-bindings 13.5.0 for vllm 0.33.0; both
+    ship cuda/bindings/*. Whichever was unpacked last, the pair is named."""
+    code, lines = _all(str(REAL))
+    assert code == 1, lines
+    assert len(_cuda_pair(lines)) == 1, lines
+
+
+@pytest.mark.skipif(not PINNED, reason="needs COMPATKIT_TODAY_PINNED_PYTHON")
+def test_the_constraints_remove_the_pair() -> None:
+    """With vllm033-hidden-states' pins (compatkit constraints) the pair is gone; what else
+    is off there is reported as it is."""
+    _, lines = _all(str(PINNED))
+    assert _cuda_pair(lines) == [] and not any("cuda-" in line for line in lines), lines
+
+
+def _all(python: str) -> tuple[int, list[str]]:
+    cmd = [sys.executable, "-m", "compatkit", "--python", python, "verify", "--pristine", "--all"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode, proc.stderr.splitlines()
+
+
+def _cuda_pair(lines: list[str]) -> list[str]:
+    return [
+        line
+        for line in lines
+        if ("cuda-bindings 13.5.0:" in line and "overwritten by cuda-python 12.6.2.post1" in line)
+        or ("cuda-python 12.6.2.post1:" in line and "overwritten by cuda-bindings 13.5.0" in line)
+    ]
