@@ -161,7 +161,8 @@ def test_fixture_requires_one_patchset(demo: Demo, tmp_path: Path) -> None:
         check=True,
     )
     proj = tmp_path / "fx"
-    _pyproject(proj, ["demo-fix"], dirs=(str(demo.patchsets),))
+    _pyproject(proj, ["demo-fix"], dirs=("patchsets",))  # inside the project (docs/security.md)
+    write_patchset(proj / "patchsets")
     (proj / "test_fx.py").write_text(
         "def test_needs(compatkit_patchset):\n    compatkit_patchset('demo-fix')\n"
     )
