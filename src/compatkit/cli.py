@@ -153,6 +153,9 @@ def _run(args: Namespace, out: Any) -> int:
     from compatkit.target import Environment
 
     if args.command == "diff" and args.patchset_dir:
+        from compatkit.outputs import output_dir
+
+        output_dir(args.patchset_dir[-1], "--patchset-dir")
         args.patchset_dir[-1].mkdir(parents=True, exist_ok=True)  # where diff writes
     config = find_config(Path.cwd(), args.config)
     dirs = [*args.patchset_dir, *(config.patchset_dirs if config else [])]

@@ -7,6 +7,7 @@ argparse: start-up time, P1); tests/test_argv.py checks the two agree.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -234,7 +235,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("patchset", nargs="+")
     p.add_argument("--address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS)")
     p.add_argument(
-        "--timeout", metavar="S", type=float, default=600.0, help="wait at most S s for all nodes"
+        "--timeout", metavar="S", type=_seconds, default=600.0, help="wait at most S s (above 0)"
     )
     p = add("completion", "print a bash or zsh completion script")
     p.add_argument("shell", choices=["bash", "zsh"])
@@ -242,6 +243,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     _globals(p, sub=True)
     p.add_argument("kind", choices=["patchsets", "ids"])
     return parser
+
+
+def _seconds(text: str) -> float:
+    """A finite, positive number of seconds (``nan``, ``inf``, ``0`` and ``-5`` are not)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0: {text!r}")
+    return value
 
 
 def _wheel_options(p: argparse.ArgumentParser) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from compatkit import atomic
 from compatkit.ops.sbom import environment_document, require
 from compatkit.output import Output
+from compatkit.outputs import output_file
 from compatkit.registry import Registry
 from compatkit.target import Environment
 
@@ -19,6 +20,8 @@ def sbom(
     out: Output | None = None,
 ) -> int:
     out = out or Output()
+    if output is not None:
+        output_file(output, "-o")
     require()
     result = environment_document(registry, env)
     if output is None:  # the document is the output (JSON already): --json changes nothing

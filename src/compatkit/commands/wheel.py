@@ -7,6 +7,7 @@ from pathlib import Path
 from compatkit.ops.sbom import INSTALL_HINT
 from compatkit.ops.wheel import build_wheel
 from compatkit.output import Output
+from compatkit.outputs import output_dir
 from compatkit.registry import Registry
 from compatkit.target import Environment
 from compatkit.wheels import WheelSource
@@ -21,6 +22,7 @@ def wheel(
     out: Output | None = None,
 ) -> int:
     out = out or Output()
+    output_dir(out_dir, "-o")
     result = build_wheel(registry, env, name, out_dir, wheels)
     out.doc.update(
         ok=True,
