@@ -47,7 +47,9 @@ def _project(args: Namespace, config: Any, registry: Any, env: Any, out: Any) ->
     if args.command == "apply":
         from compatkit.commands.apply import apply_project
 
-        return apply_project(config, registry, env, out)
+        if args.exclude:
+            raise UsageError("apply --exclude needs a patchset name")
+        return apply_project(config, registry, env, out, args.force, args.dry_run)
     from compatkit.commands.verify import verify_project
 
     return verify_project(config, registry, env, out, args.allow_empty)
