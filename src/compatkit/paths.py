@@ -62,7 +62,7 @@ def check_relpath(path: str, own_metadata: str | None = None) -> None:
     except UnicodeEncodeError:
         raise _refuse(path, "it is not valid UTF-8") from None
     if any(len(name) > 255 for name in names):
-        raise _refuse(path, "a file or folder name in it is over 255 bytes")
+        raise _refuse(path, "a name in it is over 255 bytes (File name too long)")
 
 
 def resolve_inside(
