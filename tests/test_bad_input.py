@@ -346,3 +346,15 @@ def test_ctrl_c_in_the_first_50_ms_of_apply(demo: Demo) -> None:
             assert demo.run("revert", "demo-fix")[0] == 0
     assert demo.venv.snapshot() == pristine
     assert seen.get(130), seen  # at least one run was interrupted, not just finished
+
+
+@pytest.mark.parametrize(
+    "source",
+    [b"x = " + b"-" * 100_000 + b"1", b"x = 1" + b"+1" * 200_000, b"x = " + b"a." * 100_000 + b"b"],
+)
+def test_a_created_py_nested_too_deeply_to_compile(source: bytes) -> None:
+    """lint and rebase compile a patched .py: CPython's compiler raised RecursionError or
+    MemoryError on these (exit 3); it is now a reason like any syntax error."""
+    from compatkit.port import syntax_error
+
+    assert syntax_error("demo/deep.py", source) == "nested too deeply to compile"
