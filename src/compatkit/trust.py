@@ -60,8 +60,8 @@ def check_folder(folder: Path, what: str) -> Path:
         real = folder.resolve(strict=True)
         st = os.stat(real)
     except (OSError, RuntimeError) as exc:  # missing, unreadable, ENAMETOOLONG, a link loop
-        why = getattr(exc, "strerror", None) or "cannot be resolved"
-        raise UsageError(f"{what}: {why}") from None
+        why = getattr(exc, "strerror", None) or "a loop of links"
+        raise UsageError(f"{what}: not a directory ({why})") from None
     if not stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{what}: not a directory")
     problem = why_untrusted(st.st_mode, st.st_uid)
