@@ -13,9 +13,9 @@ Before this module's first line only the interpreter runs (its start-up and ``si
 SIGINT that early ends the process by the signal itself (a shell shows 130), with no output.
 """
 
-from __future__ import annotations
-
-# the interpreter's own module: ``signal`` would import ``enum`` for its constants (≈ 2 ms)
+# No ``from __future__ import annotations`` here: it loads the ``__future__`` module from
+# disk before the handler below is in place. ``_signal`` is built into the interpreter
+# (``signal`` would import ``enum`` for its constants, ≈ 2 ms) and ``os`` is loaded already.
 import _signal  # type: ignore[import-not-found, unused-ignore]
 import os
 

@@ -241,6 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away mid-run (`compatkit prove | head`)
         return _pipe_closed(EXIT_PIPE_CLOSED)
     except Exception as exc:
+        if _caused_by_interrupt(exc):  # e.g. importlib's lock release failing after Ctrl-C
+            print("compatkit: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(
             f"compatkit: internal error: {type(exc).__name__}: {exc}\n"
             f"This is a bug; please report it at {ISSUES_URL} with the command you ran.",
@@ -253,6 +256,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `compatkit status --json | head`: the work is done
         return _pipe_closed(code)
     return code
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in ``exc``'s chain: Ctrl-C inside a ``finally`` or an
+    import can surface as another exception (RuntimeError) raised while handling it."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__context__
+    return False
 
 
 def _pipe_closed(code: int) -> int:
