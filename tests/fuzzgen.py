@@ -5,6 +5,11 @@ applies) and is then damaged: wrong counts and starts, hostile paths (``..``, ab
 non-UTF-8, symlinks, directories, metadata, other distributions, over-long), extended git headers
 (binary, rename, mode), huge headers, mixed and lone-CR line endings, NUL and binary bytes, and
 byte-level mutations of the result or of a seed corpus file.
+
+:func:`project_toml` and :func:`bad_options` (issue 25) draw a project's ``[tool.compatkit]``
+table (entries that leave the project, over-long, control characters, wrong types, tables and
+arrays nested thousands deep) and command lines whose option values are the wrong kind of
+thing (``-o`` naming a folder, a device or a path below a file; ``--timeout nan``).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ HOSTILE_PATHS = [
     "demo/filelink.py",
     "demo/" + "x" * 300 + ".py",
     "demo/" + "/".join(["d"] * 600) + "/x.py",
+    "demo/" + "/".join(["d"] * 1500) + "/x.py",  # os.makedirs recursed past the limit (#25)
+    "demo/" + "/".join(["d" * 200] * 30) + "/x.py",  # over PATH_MAX: ENAMETOOLONG
     "demo/ greet.py",
     "demo/greet.py\t2024-01-01 00:00:00",
     "",
@@ -227,3 +234,99 @@ def patch_bytes(draw: st.DrawFn) -> bytes:
     text = _line_endings(draw, draw(header()) + "".join(sections))
     data = text.encode("utf-8", "surrogateescape")
     return draw(mutate(data)) if draw(st.integers(0, 3)) == 0 else data
+
+
+# --- issue 25: project configuration and option values -----------------------------------
+
+DIR_ENTRIES = [
+    "patches",
+    ".",
+    "",
+    "/etc",
+    "/tmp",
+    "~",
+    "~/patches",
+    "..",
+    "../patches",
+    "sub/../..",
+    "patches/../patches",
+    "link-out",
+    "a-file",
+    "fifo",
+    "missing",
+    "x" * 300,
+    "x" * 5000,
+    "/".join(["d"] * 3000),
+    "a\x1b[31m",
+    "a\x00b",
+    "a\nb",
+]
+TIMEOUTS = ["nan", "NaN", "-5", "0", "-0", "inf", "-inf", "1e999", "1e-400", "", "0x10", "five"]
+# (command, option) pairs that name where a command writes; every value drawn is wrong for it
+OUTPUTS = [
+    (["sbom"], "-o", ["a-folder", "a-file/x.json", "/dev/null", "fifo", "x" * 300, ""]),
+    (["wheel", "demo-fix", "--offline"], "-o", ["a-file", "a-file/sub", "/dev/null", "x" * 300]),
+    (["prove", "demo-fix"], "--report", ["a-file", "a-file/sub", "fifo", "x" * 300]),
+    (["matrix", "report"], "--results", ["a-file", "a-file/sub", "/dev/null"]),
+    (["matrix", "report", "--results", "a-folder"], "--docs", ["a-folder", "a-file/x", "fifo"]),
+    (["matrix", "run", "c"], "--results", ["a-file", "fifo", "x" * 300]),
+    (["rebase", "demo-fix", "--to", "demo==2.0"], "--into", ["a-file", "a-file/sub", "fifo"]),
+]
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (control characters as \\u escapes)."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+@st.composite
+def nested(draw: st.DrawFn) -> str:
+    """A TOML value nested 1 to 20,000 deep (arrays or inline tables)."""
+    depth = draw(st.sampled_from([1, 10, 100, 999, 1000, 3000, 20_000]))
+    if draw(st.booleans()):
+        return "[" * depth + "1" + "]" * depth
+    return "{a = " * depth + "1" + "}" * depth
+
+
+@st.composite
+def project_toml(draw: st.DrawFn) -> bytes:
+    """A pyproject.toml with a [tool.compatkit] table, near-valid, then maybe broken."""
+    names = draw(st.lists(st.sampled_from(["demo-fix", "missing", "", "../x", "a b"]), max_size=3))
+    dirs = draw(st.lists(st.sampled_from(DIR_ENTRIES), max_size=3))
+    policy = draw(st.sampled_from(['"strict"', '"warn"', '"maybe"', "1", "[]"]))
+    lines = ["[tool.compatkit]"]
+    lines.append("patchsets = [" + ", ".join(toml_string(n) for n in names) + "]")
+    lines.append("patchset-dirs = [" + ", ".join(toml_string(d) for d in dirs) + "]")
+    lines.append(f"on-mismatch = {policy}")
+    kind = draw(st.integers(0, 5))
+    if kind == 1:  # a key's value nested thousands deep
+        key = draw(st.sampled_from(["patchsets", "patchset-dirs", "on-mismatch", "extra"]))
+        lines = [ln for ln in lines if not ln.startswith(key)] + [f"{key} = {draw(nested())}"]
+    elif kind == 2:  # the wrong type
+        key = draw(st.sampled_from(["patchsets", "patchset-dirs"]))
+        value = draw(st.sampled_from(["1", '"x"', "{a = 1}", "[1]"]))
+        lines = [ln for ln in lines if not ln.startswith(key)] + [f"{key} = {value}"]
+    elif kind == 3:
+        value = draw(st.sampled_from(["1", '"x"', "[]"]))
+        lines = ["[tool]", f"compatkit = {value}"]
+    data = ("\n".join(lines) + "\n").encode()
+    return draw(mutate(data)) if kind == 4 else data
+
+
+@st.composite
+def bad_options(draw: st.DrawFn) -> list[str]:
+    """A command line whose one option value is wrong for its option."""
+    if draw(st.integers(0, 3)) == 0:
+        value = draw(st.sampled_from(TIMEOUTS))
+        spelled = draw(st.sampled_from([["--timeout", value], [f"--timeout={value}"]]))
+        return ["fleet", "status", "x", *spelled]
+    command, option, values = draw(st.sampled_from(OUTPUTS))
+    return [*command, option, draw(st.sampled_from(values))]

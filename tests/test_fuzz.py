@@ -27,7 +27,7 @@ from compatkit.patchset import parse_patch
 from compatkit.target import Environment
 from compatkit.validate import load_patchset
 from conftest import DEMO_FILES, UV, Venv, build_wheel, write_patchset
-from fuzzgen import corpus_files, patch_bytes
+from fuzzgen import bad_options, corpus_files, patch_bytes, project_toml
 from reliability import FULL, FUZZ_EXAMPLES, Result, report, run_inprocess, snapshot
 
 FUZZ = settings(
@@ -37,6 +37,7 @@ FUZZ = settings(
     derandomize=not FULL,  # CI replays the same inputs; full mode draws new ones every run
     suppress_health_check=list(HealthCheck),
 )
+FUZZ_QUARTER = settings(FUZZ, max_examples=max(FUZZ_EXAMPLES // 4, 1))
 COUNTS: dict[str, int] = {}
 
 
@@ -254,6 +255,58 @@ def test_corpus_replay(fuzz_env: FuzzEnv, seed: Path) -> None:
         assert any(fuzz_env.pristine.get(p) != data for p, data in after.items()), "no change"
     elif seed.name.startswith("bad-"):
         assert outcome == "refused"
+
+
+# --- issue 25: a project's [tool.compatkit] table and option values, in a real project folder ---
+
+
+@pytest.fixture(scope="module")
+def project(fuzz_env: FuzzEnv, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project folder: its own demo-fix patchset, a link out of it, a file, a folder, a FIFO."""
+    folder = tmp_path_factory.mktemp("project")
+    write_patchset(folder / "patches")
+    (folder / "link-out").symlink_to(fuzz_env.patchsets)
+    (folder / "a-file").write_text("keep me\n")
+    (folder / "a-folder").mkdir()
+    os.mkfifo(folder / "fifo")
+    return folder
+
+
+def _in_project(env: FuzzEnv, folder: Path, *args: str) -> Result:
+    before = sorted(p.name for p in folder.iterdir())
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = env.run(*args)
+    finally:
+        os.chdir(cwd)
+    result.check_clean()
+    assert env.snap() == env.pristine, (args, "changed the environment")
+    assert sorted(p.name for p in folder.iterdir()) == before, (args, "wrote into the project")
+    assert (folder / "a-file").read_text() == "keep me\n"
+    return result
+
+
+@given(project_toml())
+@FUZZ_QUARTER
+def test_fuzz_project_config(fuzz_env: FuzzEnv, project: Path, data: bytes) -> None:
+    """status, list and apply --dry-run under any [tool.compatkit] table: clean, no writes."""
+    _count("project config")
+    (project / "pyproject.toml").write_bytes(data)
+    try:
+        for args in (["status"], ["list"], ["apply", "--dry-run"]):
+            _in_project(fuzz_env, project, *args)
+    finally:
+        (project / "pyproject.toml").unlink()
+
+
+@given(bad_options())
+@FUZZ_QUARTER
+def test_fuzz_bad_option_values(fuzz_env: FuzzEnv, project: Path, args: list[str]) -> None:
+    """An option value of the wrong kind is a usage error (exit 2), before any work."""
+    _count("option values")
+    result = _in_project(fuzz_env, project, *args)
+    assert result.code == 2, (args, result.err)
 
 
 def test_zz_fuzz_figures() -> None:

@@ -73,6 +73,18 @@ def test_apply_with_no_name_applies_what_fits(demo: Demo, project: Path) -> None
     assert code == 1 and "demo-fix" in err
 
 
+def test_apply_dry_run_with_no_name_writes_nothing(demo: Demo, project: Path) -> None:
+    """Before: the project form ignored --dry-run (and --force) and applied for real."""
+    _pyproject(project, ["demo-fix"])
+    before = demo.venv.snapshot()
+    code, out, err = demo.run("apply", "--dry-run")
+    assert code == 0 and "would" in out, (out, err)
+    assert demo.venv.snapshot() == before
+    code, _, err = demo.run("apply", "--exclude", "patch-1")
+    assert code == 2 and "--exclude needs a patchset name" in err
+    assert demo.venv.snapshot() == before
+
+
 def test_strict_refuses_a_stale_patchset_and_warn_skips_it(demo: Demo, project: Path) -> None:
     _pyproject(project, ["demo-fix", "stale"])
     before = demo.venv.snapshot()
@@ -166,7 +178,8 @@ def test_fixture_requires_one_patchset(demo: Demo, tmp_path: Path) -> None:
         check=True,
     )
     proj = tmp_path / "fx"
-    _pyproject(proj, ["demo-fix"], dirs=(str(demo.patchsets),))
+    _pyproject(proj, ["demo-fix"], dirs=("patchsets",))  # inside the project (docs/security.md)
+    write_patchset(proj / "patchsets")
     (proj / "test_fx.py").write_text(
         "def test_needs(compatkit_patchset):\n    compatkit_patchset('demo-fix')\n"
     )

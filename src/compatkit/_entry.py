@@ -1,25 +1,43 @@
 """The ``compatkit`` console script and ``python -m compatkit``.
 
-Ctrl-C while the CLI is still being imported (its first ≈ 50 ms) ends quietly with exit code
-130 instead of a traceback: nothing has been read or written yet. Once ``main()`` runs, its
-own handler takes over (``KeyboardInterrupt`` → "compatkit: interrupted", 130).
+Ctrl-C at any moment ends with one line, "compatkit: interrupted", and exit code 130, never a
+traceback:
+
+- from the moment this module is imported until the CLI is loaded (its first ≈ 50 ms), and
+  again once ``main()`` has returned, a handler writes the line and leaves at once: nothing is
+  being read or written then;
+- while ``main()`` runs, ``KeyboardInterrupt`` is raised as usual, so a transaction rolls back
+  (its own ``finally`` blocks), and ``main()`` or :func:`run` turns it into the line and 130.
+
+Before this module's first line only the interpreter runs (its start-up and ``site``); a
+SIGINT that early ends the process by the signal itself (a shell shows 130), with no output.
 """
 
-from __future__ import annotations
-
-# the interpreter's own module: ``signal`` would import ``enum`` for its constants (≈ 2 ms)
+# No ``from __future__ import annotations`` here: it loads the ``__future__`` module from
+# disk before the handler below is in place. ``_signal`` is built into the interpreter
+# (``signal`` would import ``enum`` for its constants, ≈ 2 ms) and ``os`` is loaded already.
 import _signal  # type: ignore[import-not-found, unused-ignore]
 import os
 
+EXIT_INTERRUPTED = 130  # compatkit.errors.EXIT_INTERRUPTED, without importing it first
 
-def _early_interrupt(signum: int, frame: object) -> None:
+
+def _interrupted(signum: int, frame: object) -> None:
     os.write(2, b"compatkit: interrupted\n")
-    os._exit(130)
+    os._exit(EXIT_INTERRUPTED)
+
+
+_signal.signal(_signal.SIGINT, _interrupted)  # at import: the rest of start-up is covered
 
 
 def run() -> int:
-    _signal.signal(_signal.SIGINT, _early_interrupt)
-    from compatkit.cli import main
+    _signal.signal(_signal.SIGINT, _interrupted)
+    try:
+        from compatkit.cli import main
 
-    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
-    return main()
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        code = main()
+    except KeyboardInterrupt:  # between loading the CLI and main()'s own handler
+        _interrupted(_signal.SIGINT, None)
+    _signal.signal(_signal.SIGINT, _interrupted)  # main() has flushed its output
+    return code

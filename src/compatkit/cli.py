@@ -44,7 +44,9 @@ def _project(args: Namespace, config: Any, registry: Any, env: Any, out: Any) ->
         )
     from compatkit.commands.apply import apply_project
 
-    return apply_project(config, registry, env, out)
+    if args.exclude:
+        raise UsageError("apply --exclude needs a patchset name")
+    return apply_project(config, registry, env, out, args.force, args.dry_run)
 
 
 def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
@@ -169,6 +171,9 @@ def _run(args: Namespace, out: Any) -> int:
     from compatkit.target import Environment
 
     if args.command == "diff" and args.patchset_dir:
+        from compatkit.outputs import output_dir
+
+        output_dir(args.patchset_dir[-1], "--patchset-dir")
         args.patchset_dir[-1].mkdir(parents=True, exist_ok=True)  # where diff writes
     config = find_config(Path.cwd(), args.config)
     dirs = [*args.patchset_dir, *(config.patchset_dirs if config else [])]
@@ -253,6 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away mid-run (`compatkit prove | head`)
         return _pipe_closed(EXIT_PIPE_CLOSED)
     except Exception as exc:
+        if _caused_by_interrupt(exc):  # e.g. importlib's lock release failing after Ctrl-C
+            print("compatkit: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(
             f"compatkit: internal error: {type(exc).__name__}: {exc}\n"
             f"This is a bug; please report it at {ISSUES_URL} with the command you ran.",
@@ -284,6 +292,19 @@ def _parse(arguments: list[str]) -> Any:
             out.emit(EXIT_USAGE, exc.command)
         raise  # SystemExit(2), as argparse itself exits
     return EXIT_USAGE if args is None else args
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in ``exc``'s chain: Ctrl-C inside a ``finally`` or an
+    import can surface as another exception (RuntimeError) raised while handling it."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__context__
+    return False
 
 
 def _pipe_closed(code: int) -> int:

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from compatkit.errors import CompatkitError
-from compatkit.paths import resolve_inside
+from compatkit.paths import quoted, resolve_inside
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class DiskFiles:
 
     def _full(self, relpath: str) -> str:
         if relpath.startswith("/") or ".." in relpath.split("/"):
-            raise CompatkitError(f"refused path {relpath!r}: it leaves site-packages")
+            raise CompatkitError(f"refused path {quoted(relpath)}: it leaves site-packages")
         return os.path.join(self._root, relpath)
 
     def read(self, relpath: str) -> bytes | None:
@@ -58,7 +58,7 @@ class DiskFiles:
             return None
         except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
             reason = getattr(exc, "strerror", None) or str(exc)
-            raise CompatkitError(f"cannot read {relpath!r}: {reason}") from None
+            raise CompatkitError(f"cannot read {quoted(relpath)}: {reason}") from None
 
     def is_file(self, relpath: str) -> bool:
         return os.path.isfile(self._full(relpath))

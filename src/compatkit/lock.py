@@ -47,6 +47,8 @@ def _acquire(fd: int, kind: int, dist: Dist) -> None:
         timeout = float(os.environ.get("COMPATKIT_LOCK_TIMEOUT") or 600)
     except ValueError:
         timeout = 600.0
+    if not 0 <= timeout < float("inf"):  # nan, inf and -5 would wait for ever
+        timeout = 600.0
     holder = _holder(fd)
     print(
         f"compatkit: waiting for another compatkit run{holder} that holds the lock on "

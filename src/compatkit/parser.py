@@ -7,6 +7,7 @@ argparse: start-up time, P1); tests/test_argv.py checks the two agree.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -278,9 +279,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout",
         metavar="S",
-        type=float,
+        type=_seconds,
         default=600.0,
-        help="wait at most S seconds for every node (default: %(default)g)",
+        help="wait at most S seconds for every node, above 0 (default: %(default)g)",
     )
     p.add_argument(
         "--force",
@@ -298,6 +299,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     _globals(p, sub=True)
     p.add_argument("kind", choices=["patchsets", "ids"])
     return parser
+
+
+def _seconds(text: str) -> float:
+    """A finite, positive number of seconds (``nan``, ``inf``, ``0`` and ``-5`` are not)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0: {text!r}")
+    return value
 
 
 def _wheel_options(p: argparse.ArgumentParser) -> None:

@@ -18,8 +18,17 @@ from compatkit.errors import CompatkitError
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".data")
 
 
+MAX_DEPTH = 64  # folders: no distribution nests deeper; os.makedirs recurses per level
+MAX_LENGTH = 1024  # characters in a whole path (a name longer than 255 bytes: ENAMETOOLONG)
+
+
+def quoted(path: str) -> str:
+    """``repr(path)`` for a one-line message, an overlong path cut in the middle."""
+    return repr(path) if len(path) <= 120 else repr(f"{path[:60]}...{path[-60:]}")
+
+
 def _refuse(path: str, why: str) -> CompatkitError:
-    return CompatkitError(f"refused path {path!r}: {why}")
+    return CompatkitError(f"refused path {quoted(path)}: {why}")
 
 
 def check_relpath(path: str, own_metadata: str | None = None) -> None:
@@ -39,6 +48,8 @@ def check_relpath(path: str, own_metadata: str | None = None) -> None:
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
         raise _refuse(path, "it is absolute")
     parts = path.split("/")
+    if len(parts) > MAX_DEPTH or len(path) > MAX_LENGTH:
+        raise _refuse(path, f"it is over {MAX_DEPTH} folders deep or {MAX_LENGTH} characters")
     if ".." in parts:
         raise _refuse(path, "it contains '..'")
     if any(p in ("", ".") for p in parts):
@@ -47,9 +58,11 @@ def check_relpath(path: str, own_metadata: str | None = None) -> None:
     if any(p.endswith(_METADATA_SUFFIXES) for p in inner):
         raise _refuse(path, "it points into package metadata")
     try:
-        path.encode("utf-8")
+        names = [p.encode("utf-8") for p in parts]
     except UnicodeEncodeError:
         raise _refuse(path, "it is not valid UTF-8") from None
+    if any(len(name) > 255 for name in names):
+        raise _refuse(path, "a name in it is over 255 bytes (File name too long)")
 
 
 def resolve_inside(

@@ -99,6 +99,8 @@ def syntax_error(path: str, data: bytes | None) -> str | None:
         return f"{exc.msg} (line {exc.lineno})"
     except ValueError as exc:  # e.g. NUL bytes
         return str(exc)
+    except (RecursionError, MemoryError):  # CPython's parser on thousands of nested operators
+        return "nested too deeply to compile"
     return None
 
 

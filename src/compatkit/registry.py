@@ -12,6 +12,7 @@ from pathlib import Path
 
 from compatkit.errors import UsageError
 from compatkit.patchset import Patch, Patchset
+from compatkit.trust import check_folder, shown
 
 
 def bundled_dirs() -> list[Path]:
@@ -21,27 +22,39 @@ def bundled_dirs() -> list[Path]:
     return [c for c in candidates if c.is_dir()]
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError as exc:  # a folder we may not enter (EACCES), a name too long
+        raise UsageError(f"{shown(path.parent)}: {exc.strerror}") from None
+
+
 class Registry:
+    """Every ``extra_dirs`` folder, and each patchset folder in it, must be the user's or
+    root's and writable by nobody else (compatkit.trust), or it is refused."""
+
     def __init__(self, extra_dirs: Sequence[Path]) -> None:
         for d in extra_dirs:
-            if not d.is_dir():
-                raise UsageError(f"--patchset-dir {d}: not a directory")
+            check_folder(d, f"--patchset-dir {shown(d)}")
         # Later directories win, so a user's --patchset-dir can shadow a bundled patchset.
-        self.dirs = [*bundled_dirs(), *extra_dirs]
+        self._bundled = bundled_dirs()
+        self.dirs = [*self._bundled, *extra_dirs]
         self._cache: dict[str, Patchset] = {}
 
     def _locations(self) -> dict[str, Path]:
         found: dict[str, Path] = {}
         for base in self.dirs:
-            if (base / "patchset.toml").is_file():
+            if _is_file(base / "patchset.toml"):
                 found[base.name] = base
                 continue
             try:
                 children = sorted(base.iterdir())
             except OSError as exc:  # unreadable: say which folder, and why
-                raise UsageError(f"--patchset-dir {base}: {exc.strerror}") from None
+                raise UsageError(f"--patchset-dir {shown(base)}: {exc.strerror}") from None
             for child in children:
-                if (child / "patchset.toml").is_file():
+                if _is_file(child / "patchset.toml"):
+                    if base not in self._bundled:
+                        check_folder(child, f"patchset folder {shown(child)}")
                     found[child.name] = child
         return found
 

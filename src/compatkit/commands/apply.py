@@ -22,14 +22,21 @@ def apply(result: ApplyResult, out: Output) -> int:
     return render(result, out)
 
 
-def apply_project(config: ProjectConfig, registry: Registry, env: Environment, out: Output) -> int:
+def apply_project(
+    config: ProjectConfig,
+    registry: Registry,
+    env: Environment,
+    out: Output,
+    force: bool = False,
+    dry_run: bool = False,
+) -> int:
     selection = select(config, registry, env)
     out.lines(selection.notices())
     if selection.skipped:
         out.doc["skipped"] = selection.skipped_doc()
     for name in selection.chosen:
-        render(apply_patchset(registry, env, name, []), out)
-    out.doc.update(ok=True, applied=selection.chosen)
+        render(apply_patchset(registry, env, name, [], force, dry_run), out)
+    out.doc.update({"ok": True, "would_apply" if dry_run else "applied": selection.chosen})
     return 0
 
 

@@ -16,6 +16,7 @@ from compatkit.errors import CompatkitError
 from compatkit.matrix import find_cell, load_matrix
 from compatkit.ops.matrix import Entry, fingerprint, mismatches, run_patchset
 from compatkit.output import Output
+from compatkit.outputs import output_dir
 from compatkit.registry import Registry
 from compatkit.target import Environment
 
@@ -29,6 +30,7 @@ def run(
     out: Output | None = None,
 ) -> int:
     out = out or Output()
+    output_dir(out_dir, "--results")
     cell = find_cell(load_matrix(matrix), cell_id)
     started = time.monotonic()
     results: dict[str, list[Entry]] = {}

@@ -10,6 +10,7 @@ from compatkit import atomic
 from compatkit.errors import UsageError
 from compatkit.ops.smoke import stable
 from compatkit.output import Output
+from compatkit.outputs import output_dir, output_file
 
 LEGEND = (
     "**applied**: the patch applies (offset N: its context moved N lines) and was applied; "
@@ -115,6 +116,9 @@ def report(
 ) -> int:
     """Write report.md/report.json in ``folder`` (cells in ``order``), and ``docs`` if given."""
     out = out or Output()
+    output_dir(folder, "--results")
+    if docs is not None:
+        output_file(docs, "--docs")
     cells = _load(folder, order or [])
     columns, rows = _rows(cells)
     text = _markdown(cells, columns, rows)

@@ -11,6 +11,7 @@ from compatkit.errors import CompatkitError
 from compatkit.ops.prove import Proof, prove_patchset
 from compatkit.ops.smoke import SmokeResult
 from compatkit.output import Output
+from compatkit.outputs import output_dir
 from compatkit.registry import Registry
 from compatkit.results import Status
 from compatkit.target import Environment
@@ -30,6 +31,8 @@ def prove(
     out: Output | None = None,
 ) -> int:
     out = out or Output()
+    if report is not None:
+        output_dir(report, "--report")
     proofs = prove_patchset(registry, env, name, out.line)
     rows = [[p.id, *(_cell(c) for c in p.runs), "ok" if p.ok else "FAIL"] for p in proofs]
     docs: list[dict[str, object]] = [

@@ -16,6 +16,7 @@ from packaging.utils import canonicalize_name
 from compatkit import atomic, authoring
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.output import Output
+from compatkit.outputs import output_dir
 from compatkit.patchset import Patch, Patchset
 from compatkit.port import PatchPort, port_series
 from compatkit.registry import Registry, bundled_dirs
@@ -103,6 +104,8 @@ def rebase(
     out: Output | None = None,
 ) -> int:
     out = out or Output()
+    if into is not None:
+        output_dir(into, "--into")
     ps = registry.get(name)
     new_ver = _new_version(ps, to)
     old_ver = _old_version(ps, wheels)

@@ -9,6 +9,7 @@ from pathlib import Path
 from compatkit import atomic
 from compatkit.ops.sbom import environment_document
 from compatkit.output import Output
+from compatkit.outputs import output_file
 from compatkit.registry import Registry
 from compatkit.target import Environment
 
@@ -21,6 +22,8 @@ def sbom(
     runtimes: list[Path] | None = None,
 ) -> int:
     out = out or Output()
+    if output is not None:
+        output_file(output, "-o")
     result = environment_document(registry, env, runtimes)
     if output is None:  # the document is the output (JSON already): --json changes nothing
         sys.stdout.write(result.document)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from compatkit.ops.wheel import build_wheel
 from compatkit.output import Output
+from compatkit.outputs import output_dir
 from compatkit.registry import Registry
 from compatkit.target import Environment
 from compatkit.wheels import WheelSource
@@ -23,6 +24,7 @@ def wheel(
     force: bool = False,
 ) -> int:
     out = out or Output()
+    output_dir(out_dir, "-o")
     result = build_wheel(registry, env, name, out_dir, wheels, sha256, force)
     out.doc.update(
         ok=True,
