@@ -113,7 +113,11 @@ class LocalCluster:
             f"--metrics-export-port={free_port()}",
         ]
         log = self.temp_dir / f"{name}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+        # nox's uv backend exports UV_PYTHON and UV_PROJECT_ENVIRONMENT (its own venv): a node
+        # that inherits them has Ray's uv step (`python -m uv pip install`) install the job's
+        # packages into the test runner's venv instead of the env it made
+        scrub = ("VIRTUAL_ENV", "PYTHON", "UV_PYTHON", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(scrub)}
         env.update(self.env, RAY_USAGE_STATS_ENABLED="0")
         env["PATH"] = f"{Path(python).parent}:{env.get('PATH', '')}"
         with log.open("wb") as sink:
