@@ -77,6 +77,13 @@ def reliability(session: nox.Session) -> None:
         "tests/test_security.py",
         "tests/test_interop.py",
         "tests/test_cli.py::test_eight_concurrent_runs_serialise",
+        # the trust model (docs/security.md): each attack, as another user where it matters
+        "tests/test_trust.py",
+        "tests/test_trust_cache.py",
+        "tests/test_runtime_trust.py",
+        "tests/test_runtime_closed.py",
+        "tests/test_wheelcheck.py",
+        "tests/test_bad_input.py",
         *session.posargs,
         env={"COMPATKIT_FULL": "1", "COMPATKIT_REPORT": str(report)},
     )

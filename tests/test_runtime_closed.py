@@ -6,24 +6,15 @@ from __future__ import annotations
 
 import marshal
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import Demo, build_wheel
+from test_runtime import _env, run  # the children's environment, as test_runtime's
 
 PROBE = "import demo.greet; print(demo.greet.hello('x'))"
 FORMS = pytest.mark.parametrize("pth", [False, True], ids=["sitecustomize", "pth"])
-
-
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    return {**env, "COMPATKIT_CACHE_DIR": str(tmp_path / "cache"), **extra}
-
-
-def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, capture_output=True, text=True, env=env)
 
 
 @pytest.fixture(autouse=True)
