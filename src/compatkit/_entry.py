@@ -3,11 +3,13 @@
 Ctrl-C at any moment ends with one line, "compatkit: interrupted", and exit code 130, never a
 traceback:
 
-- from the moment this module is imported until the CLI is loaded (its first ≈ 50 ms), and
-  again once ``main()`` has returned, a handler writes the line and leaves at once: nothing is
-  being read or written then;
+- from the moment this module is imported until the CLI is loaded (its first ≈ 50 ms), a
+  handler writes the line and leaves at once: nothing is being read or written then;
 - while ``main()`` runs, ``KeyboardInterrupt`` is raised as usual, so a transaction rolls back
-  (its own ``finally`` blocks), and ``main()`` or :func:`run` turns it into the line and 130.
+  (its own ``finally`` blocks), and ``main()`` or :func:`run` turns it into the line and 130;
+- once ``main()`` has returned, the command is done and its result stands: SIGINT is ignored
+  while the interpreter shuts down (Python resets any other handler to the default there, and
+  a Ctrl-C in that window ended the process by the signal, with no line).
 
 Before this module's first line only the interpreter runs (its start-up and ``site``); a
 SIGINT that early ends the process by the signal itself (a shell shows 130), with no output.
@@ -39,5 +41,6 @@ def run() -> int:
         code = main()
     except KeyboardInterrupt:  # between loading the CLI and main()'s own handler
         _interrupted(_signal.SIGINT, None)
-    _signal.signal(_signal.SIGINT, _interrupted)  # main() has flushed its output
+    # done: SIG_IGN is the one handler Python's finalization keeps (it resets the others)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     return code
