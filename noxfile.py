@@ -17,6 +17,7 @@ cache) is installed once per stack under .nox/_envs, shared by the sessions that
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import nox
@@ -26,6 +27,10 @@ nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).parent
+_spec = importlib.util.spec_from_file_location("stacks", ROOT / "bench" / "stacks.py")
+assert _spec is not None and _spec.loader is not None
+_stacks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_stacks)
 MATRIX = ROOT / "matrix.toml"
 
 
@@ -102,13 +107,8 @@ def lint(session: nox.Session) -> None:
 
 
 def _stack_name(stack: list[str], python: str = PYTHON) -> str:
-    """One venv per distinct stack (interpreter + packages): the proof session and every
-    matrix cell that install the same packages share it (vLLM 0.33's is about 10 GB of
-    hardlinks and a minute of uv even with a warm cache; CI's budget is 50 minutes)."""
-    import hashlib
-
-    key = "\n".join([python, *sorted(p.replace(" ", "") for p in stack)])
-    return f"stack-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    """The venv name of ``stack`` under .nox/_envs (bench/stacks.py, which bench/ shares)."""
+    return str(_stacks.stack_name(stack, python))
 
 
 def _real_env(

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import subprocess
 
+import tomllib
 from common import ROOT, Figure, Report, median_of, timed
+from stacks import stack_name
 
 CELL = "spec030-vllm0160"
 
@@ -20,7 +22,11 @@ def run(report: Report) -> None:
     env = dict(os.environ)
     nox = ["nox", "-f", str(ROOT / "noxfile.py"), "-s", f"matrix(cell='{CELL}')"]
     subprocess.run(nox, check=True, env=env, stdout=subprocess.DEVNULL, cwd=ROOT)  # warm up
-    cell_env = ROOT / ".nox" / "_envs" / f"cell-{CELL}" / "bin"
+    spec = next(
+        c for c in tomllib.loads((ROOT / "matrix.toml").read_text())["cell"] if c["id"] == CELL
+    )
+    name = stack_name([*spec["packages"], "pytest"], str(spec["python"]))  # as the session
+    cell_env = ROOT / ".nox" / "_envs" / name / "bin"
     ck = str(cell_env / "compatkit")
 
     def smoke_alone() -> float:
