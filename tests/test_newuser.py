@@ -90,6 +90,8 @@ def test_readme_setup_lines_install_on_a_pep668_python(tmp_path: Path) -> None:
     script = f"set -euo pipefail\n{install} && nox --version && command -v uv && nox --list"
     (tmp_path / "noxfile.py").write_text((ROOT / "noxfile.py").read_text())
     shutil.copy(ROOT / "matrix.toml", tmp_path)
+    (tmp_path / "bench").mkdir()
+    shutil.copy(ROOT / "bench" / "stacks.py", tmp_path / "bench")  # the noxfile loads it
     run = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, text=True,
                          capture_output=True, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr

@@ -8,6 +8,7 @@ demo-fix's state in it first, then runs that venv's ``pytest --compatkit-verify`
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,10 +30,12 @@ class Project:
     def __init__(self, bin_: Path, root: Path) -> None:
         self.bin, self.root = bin_, root
 
-    def run(self, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, tool: str, *args: str, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k not in DROP}
         cmd = [str(self.bin / tool), *args]
-        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True, env=env)
+        return subprocess.run(cmd, cwd=cwd or self.root, capture_output=True, text=True, env=env)
 
     def pytest(self, *args: str) -> subprocess.CompletedProcess[str]:
         # not -q: the header, where the plugin says what it verified, is part of the test
@@ -42,7 +45,11 @@ class Project:
         """demo-fix applied, or not, in the venv (whatever the previous test left)."""
         patchsets = str(self.root.parent / "patchsets")
         verb = "apply" if applied else "revert"
-        ran = self.run("compatkit", "--patchset-dir", patchsets, verb, "demo-fix")
+        # from beside the project (no [tool.compatkit] found): the shared copy of demo-fix,
+        # the same bytes as the project's own (same digest)
+        ran = self.run(
+            "compatkit", "--patchset-dir", patchsets, verb, "demo-fix", cwd=self.root.parent
+        )
         assert ran.returncode == 0, ran.stderr
 
 
@@ -62,15 +69,17 @@ def venv_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def project(venv_bin: Path, name: str, patchsets: list[str] | None) -> Project:
-    """A project folder beside the patchsets, with a passing test; ``[tool.compatkit]``
-    listing ``patchsets`` (None: no table at all)."""
+    """A project folder with its own copy of the patchsets (``patchset-dirs`` are folders
+    inside the project), with a passing test; ``[tool.compatkit]`` listing ``patchsets``
+    (None: no table at all)."""
     root = venv_bin.parent.parent / name
     root.mkdir(exist_ok=True)
+    shutil.copytree(root.parent / "patchsets", root / "patchsets", dirs_exist_ok=True)
     (root / "test_ok.py").write_text("def test_ok():\n    pass\n")
-    text = '[tool.pytest.ini_options]\naddopts = ""\n'
+    text = '[tool.pytest.ini_options]\naddopts = ""\nnorecursedirs = ["patchsets"]\n'
     if patchsets is not None:
         names = ", ".join(f'"{n}"' for n in patchsets)
-        text += f'[tool.compatkit]\npatchsets = [{names}]\npatchset-dirs = ["../patchsets"]\n'
+        text += f'[tool.compatkit]\npatchsets = [{names}]\npatchset-dirs = ["patchsets"]\n'
     (root / "pyproject.toml").write_text(text)
     return Project(venv_bin, root)
 
