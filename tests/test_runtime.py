@@ -42,6 +42,18 @@ def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]
     return subprocess.run(cmd, capture_output=True, text=True, env=env)
 
 
+def reinstall_as_1_1(demo: Demo, tmp_path: Path) -> None:
+    """demo's installed files again, as version 1.1 (a new copy: no uv hardlink written)."""
+    files = {
+        p.relative_to(demo.venv.site).as_posix(): p.read_bytes()
+        for p in demo.venv.site.glob("demo/*.py")
+    }
+    (tmp_path / "w11").mkdir()
+    demo.venv.install(
+        build_wheel(tmp_path / "w11", "demo", "1.1", files), "uv", "--link-mode", "copy"
+    )
+
+
 @pytest.fixture(autouse=True)
 def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "cache"))
@@ -165,14 +177,7 @@ def test_only_the_target_version_is_patched(demo: Demo, tmp_path: Path) -> None:
     root = tmp_path / "rt"
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
     # the same files, as version 1.1: the patchset was prepared for demo 1.0
-    files = {
-        p.relative_to(demo.venv.site).as_posix(): p.read_bytes()
-        for p in demo.venv.site.glob("demo/*.py")
-    }
-    (tmp_path / "w11").mkdir()
-    demo.venv.install(
-        build_wheel(tmp_path / "w11", "demo", "1.1", files), "uv", "--link-mode", "copy"
-    )
+    reinstall_as_1_1(demo, tmp_path)
     proc = run([demo.venv.python, "-c", "import demo"], _env(tmp_path, PYTHONPATH=str(root)))
     assert proc.returncode == 1
     assert "demo-fix was prepared for demo 1.0, which is no longer installed" in proc.stderr

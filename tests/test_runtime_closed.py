@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo, build_wheel
-from test_runtime import _env, run  # the children's environment, as test_runtime's
+from conftest import Demo
+from test_runtime import _env, reinstall_as_1_1, run  # as test_runtime's
 
 PROBE = "import demo.greet; print(demo.greet.hello('x'))"
 FORMS = pytest.mark.parametrize("pth", [False, True], ids=["sitecustomize", "pth"])
@@ -117,14 +117,7 @@ def test_an_early_import_refuses_the_start_and_fails_install_and_verify(
 
 def test_a_version_change_fails_verify(demo: Demo, tmp_path: Path) -> None:
     root, env = _install(demo, tmp_path, pth=False)
-    files = {
-        p.relative_to(demo.venv.site).as_posix(): p.read_bytes()
-        for p in demo.venv.site.glob("demo/*.py")
-    }
-    (tmp_path / "w11").mkdir()
-    demo.venv.install(
-        build_wheel(tmp_path / "w11", "demo", "1.1", files), "uv", "--link-mode", "copy"
-    )
+    reinstall_as_1_1(demo, tmp_path)
     proc = run([demo.venv.python, "-c", f"try:\n {PROBE}\nexcept ImportError: pass"], env)
     assert proc.returncode == 1 and "RuntimeRefusal" in proc.stderr
     _verify_fails(demo, root, "demo 1.0 is no longer installed")
