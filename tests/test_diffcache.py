@@ -100,12 +100,14 @@ def test_an_edited_parser_never_serves_an_old_parse(
 def test_a_warm_apply_reads_the_diff_from_the_cache(
     tmp_path: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Patch.files goes through the cache: a second process would get the parse for free."""
+    """Patch.files goes through the cache when the loader asks for it: a second process
+    would get the parse for free."""
+    from compatkit import diffcache
     from compatkit.patchset import parse_patch
 
     path = tmp_path / "p.patch"
     path.write_text(PATCH_GREET)
     for _ in range(3):
-        patch = parse_patch(path, path.read_bytes(), eager=False)
+        patch = parse_patch(path, path.read_bytes(), eager=False, parse=diffcache.parse)
         assert [f.path for f in patch.files] == ["demo/greet.py"]
     assert len(parses) == 1

@@ -24,7 +24,7 @@ import os
 import stat
 from pathlib import Path
 
-from compatkit import cache, startup_code
+from compatkit import cache, diffcache, startup_code
 from compatkit.digest import sha256
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.names import canonical_name
@@ -228,7 +228,7 @@ def _series(checked: Checked, digest: Hash, deep: bool) -> None:
             continue
         digest.update(sha256(raw).digest())
         try:
-            checked.patches.append(parse_patch(Path(real), raw, eager=deep))
+            checked.patches.append(parse_patch(Path(real), raw, eager=deep, parse=diffcache.parse))
         except CompatkitError as exc:
             checked.problems.append(f"{entry}: does not parse: {exc.message}")
     ids = [p.id for p in checked.patches]
