@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compatkit import txn
-from compatkit.cli import main
-from compatkit.target import Dist
+from compatkit.cli.main import main
+from compatkit.env import txn
+from compatkit.env.target import Dist
 from wheelkit import build_wheel as build_wheel
 
 UV = shutil.which("uv")

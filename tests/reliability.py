@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compatkit import txn
-from compatkit.cli import main
+from compatkit.cli.main import main
+from compatkit.env import txn
 from conftest import Venv
 
 FULL = os.environ.get("COMPATKIT_FULL", "") not in ("", "0")

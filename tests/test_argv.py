@@ -1,4 +1,4 @@
-"""compatkit.argv (the common command lines without argparse) against argparse itself: where
+"""compatkit.cli.argv (the common command lines without argparse) against argparse itself: where
 the fast reader answers, argparse gives the same namespace; where argparse would refuse or
 print help, the fast reader leaves the line to it."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compatkit import argv
-from compatkit.parser import build_parser
+from compatkit.cli import argv
+from compatkit.cli.parser import build_parser
 
 PARSER = build_parser()
 

@@ -105,6 +105,6 @@ def test_apply_ignores_a_hardlink_and_a_fifo_planted_at_the_old_temp_name(demo: 
 
 
 def test_txn_names_temp_files_as_atomic_does() -> None:
-    from compatkit import txn
+    from compatkit.env import txn
 
     assert txn.TMP_SUFFIX == atomic.TMP_SUFFIX

@@ -79,8 +79,8 @@ def test_a_patchset_named_like_a_state_file(demo: Demo) -> None:
 def test_a_patchset_name_is_never_a_glob_pattern(tmp_path: Path) -> None:
     """``fix[1]`` is a literal name: the state of ``fix1`` is not its state (a glob would say
     it is), and a folder named like a state file is not one."""
-    from compatkit import state
-    from compatkit.target import Environment
+    from compatkit.env import state
+    from compatkit.env.target import Environment
 
     info = tmp_path / "demo-1.0.dist-info"
     (info / "compatkit" / "x.json").mkdir(parents=True)  # x.json's backup folder
@@ -154,11 +154,11 @@ import builtins, os, signal, sys
 sys.argv = ["compatkit", "status"]
 real = builtins.__import__
 def hook(name, *args, **kwargs):
-    if name == "compatkit.cli":
+    if name == "compatkit.cli.main":
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the CLI is being imported
     return real(name, *args, **kwargs)
 builtins.__import__ = hook
-from compatkit._entry import run
+from compatkit.cli.entry import run
 sys.exit(run())
 """
 
@@ -175,7 +175,7 @@ def test_ctrl_c_in_main_is_still_exit_130(demo: Demo, monkeypatch: pytest.Monkey
     def interrupted(*args: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("compatkit.commands.status.status", interrupted)
+    monkeypatch.setattr("compatkit.cli.commands.status.status", interrupted)
     result = run_inprocess("--python", demo.venv.python, "status")
     assert result.code == 130 and result.err == "compatkit: interrupted\n"
 
@@ -281,19 +281,19 @@ def hook(name, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C just as this module is imported
     return real(name, *args, **kwargs)
 builtins.__import__ = hook
-from compatkit._entry import run
+from compatkit.cli.entry import run
 sys.exit(run())
 """
 
 
 @pytest.mark.parametrize(
     "module",
-    ["compatkit.cli", "compatkit.errors", "compatkit.output", "compatkit.config",
-     "compatkit.registry", "compatkit.target", "compatkit.parser", "json"],
+    ["compatkit.cli.main", "compatkit.errors", "compatkit.cli.output", "compatkit.load.config",
+     "compatkit.load.registry", "compatkit.env.target", "compatkit.cli.parser", "json"],
 )  # fmt: skip
 def test_ctrl_c_as_each_start_up_module_loads(demo: Demo, module: str) -> None:
     args = demo.command("status", "demo-fix")[3:]
-    if module == "compatkit.parser":
+    if module == "compatkit.cli.parser":
         args = [*args[:-1], "--json=", "x"]  # a command line only argparse reads
     proc = subprocess.run(
         [sys.executable, "-c", INTERRUPT_AT_IMPORT.format(module=module), "-", *args],
@@ -304,7 +304,7 @@ def test_ctrl_c_as_each_start_up_module_loads(demo: Demo, module: str) -> None:
 
 STARTED = """
 import os, sys
-from compatkit._entry import run  # compatkit's first line: its handler is in place
+from compatkit.cli.entry import run  # compatkit's first line: its handler is in place
 os.write(int(sys.argv[1]), b"!")
 sys.argv = ["compatkit", *sys.argv[2:]]
 sys.exit(run())
@@ -355,7 +355,7 @@ def test_ctrl_c_in_the_first_50_ms_of_apply(demo: Demo) -> None:
 def test_a_created_py_nested_too_deeply_to_compile(source: bytes) -> None:
     """lint and rebase compile a patched .py: CPython's compiler raised RecursionError or
     MemoryError on these (exit 3); it is now a reason like any syntax error."""
-    from compatkit.port import syntax_error
+    from compatkit.engine.port import syntax_error
 
     assert syntax_error("demo/deep.py", source) == "nested too deeply to compile"
 
@@ -373,6 +373,6 @@ def test_an_error_raised_while_handling_ctrl_c_is_still_130(
         finally:
             raise RuntimeError("cannot release un-acquired lock")
 
-    monkeypatch.setattr("compatkit.commands.status.status", interrupted)
+    monkeypatch.setattr("compatkit.cli.commands.status.status", interrupted)
     result = run_inprocess("--python", demo.venv.python, "status")
     assert result.code == 130 and result.err == "compatkit: interrupted\n", result.err

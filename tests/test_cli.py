@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.cli import main
+from compatkit.cli.main import main
 from conftest import UV, Demo, run_cli, write_patchset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,10 +78,10 @@ def test_explain_without_a_clear_winner_lists_only(capsys: pytest.CaptureFixture
 
 def test_explain_by_id_does_not_load_the_search() -> None:
     code = (
-        "import sys\nfrom compatkit.cli import main\nmain(['explain', '--json', 'patch-6'])\n"
-        "assert 'compatkit.search' not in sys.modules\n"
+        "import sys\nfrom compatkit.cli.main import main\nmain(['explain', '--json', 'patch-6'])\n"
+        "assert 'compatkit.engine.search' not in sys.modules\n"
         "main(['explain', '--json', 'block_pool.py:238'])\n"
-        "assert 'compatkit.search' in sys.modules\n"
+        "assert 'compatkit.engine.search' in sys.modules\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -123,7 +123,7 @@ def test_internal_error_exit_3(
     def boom(*_: object) -> None:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr("compatkit.commands.status.list_patchsets", boom)
+    monkeypatch.setattr("compatkit.cli.commands.status.list_patchsets", boom)
     code, _, err = run_cli(capsys, "list")
     assert code == 3 and "This is a bug; please report it" in err and "Traceback" not in err
 
@@ -134,7 +134,7 @@ def test_interrupt_exit_130(
     def stop(*_: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("compatkit.commands.status.list_patchsets", stop)
+    monkeypatch.setattr("compatkit.cli.commands.status.list_patchsets", stop)
     assert run_cli(capsys, "list")[0] == 130
 
 

@@ -3,7 +3,7 @@
 Three patchsets: the demo one, the real speculators-vllm016 on the real speculators 0.3.0 wheel
 (file level, with ``--force``: vLLM is not installed), and a synthetic one touching 200 files.
 The child is a real ``python -m compatkit`` process killed by ``COMPATKIT_CRASH_AT=N`` (see
-``compatkit.txn._step``); the checks after each kill run in this process. After every kill the
+``compatkit.env.txn._step``); the checks after each kill run in this process. After every kill the
 site-packages tree must be byte-exact pristine or byte-exact fully applied (RECORD, state,
 backups and bytecode included) and ``verify`` / ``verify --pristine`` must agree.
 """
@@ -149,7 +149,7 @@ def test_sigkill_200_file_patchset(bulk: CrashTarget) -> None:
 
 
 def _touched(target: CrashTarget) -> list[str]:
-    from compatkit.validate import load_patchset
+    from compatkit.load.validate import load_patchset
 
     ps = load_patchset(target.patchsets / target.name)
     return [fd.path for p in ps.patches for fd in p.files]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.validate import load_patchset
+from compatkit.load.validate import load_patchset
 from conftest import DEMO_FILES, Demo, Venv, build_wheel, run_cli
 
 

@@ -1,6 +1,6 @@
-"""compatkit.diffcache: parsed diffs come back from the cache exactly as the parser made them; a
-corrupt or malformed entry is parsed again, never trusted; errors are never cached; an edited
-parser never serves an old parse."""
+"""compatkit.load.diffcache: parsed diffs come back from the cache exactly as the parser made
+them; a corrupt or malformed entry is parsed again, never trusted; errors are never cached; an
+edited parser never serves an old parse."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from compatkit import cachedir, diffcache
-from compatkit.diffparse import FileDiff, parse_diff
 from compatkit.errors import PatchFormatError
+from compatkit.load import cachedir, diffcache
+from compatkit.model.diffparse import FileDiff, parse_diff
 from conftest import PATCH_GREET, PATCH_UTIL
 
 TEXT = (
@@ -77,6 +77,13 @@ def test_hits_misses_and_refusals(tmp_path: Path, parses: list[str]) -> None:
     assert len(list((tmp_path / "c" / "diff").glob("*.bin"))) == 1
 
 
+def test_the_key_covers_the_real_parser_files() -> None:
+    """The installed parser's files are found (a "?" would make an edited parser invisible)."""
+    head = diffcache._key("").decode().split()
+    assert head[:3] == ["compatkit", "diff", str(diffcache.FORMAT)]
+    assert len(head) == 5 and "?" not in head, head
+
+
 def test_an_edited_parser_never_serves_an_old_parse(
     tmp_path: Path, parses: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,8 +109,8 @@ def test_a_warm_apply_reads_the_diff_from_the_cache(
 ) -> None:
     """Patch.files goes through the cache when the loader asks for it: a second process
     would get the parse for free."""
-    from compatkit import diffcache
-    from compatkit.patchset import parse_patch
+    from compatkit.load import diffcache
+    from compatkit.model.patchset import parse_patch
 
     path = tmp_path / "p.patch"
     path.write_text(PATCH_GREET)

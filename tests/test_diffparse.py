@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.diffparse import parse_diff
-from compatkit.engine import apply_file
+from compatkit.engine.hunks import apply_file
 from compatkit.errors import PatchFormatError
-from compatkit.patchset import parse_patch
+from compatkit.model.diffparse import parse_diff
+from compatkit.model.patchset import parse_patch
 
 OLD = b"a\nb\nc\n"
 NEW = b"a\nB\nc\nd"  # no newline at end of file

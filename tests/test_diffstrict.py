@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.diffparse import parse_diff
-from compatkit.engine import SeriesConflict, apply_series
+from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.errors import PatchFormatError
+from compatkit.model.diffparse import parse_diff
 
 GIT = shutil.which("git")
 PATCH = shutil.which("patch")
@@ -215,7 +215,7 @@ def test_more_hunk_lines_than_counted_is_refused() -> None:
 
 
 def test_line_numbers_count_the_patch_file_header() -> None:
-    from compatkit.patchset import parse_patch
+    from compatkit.model.patchset import parse_patch
 
     raw = b"Patch-Id: p\nTitle: t\n---\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a\n+b"
     with pytest.raises(PatchFormatError, match=r"^x.patch: corrupt patch at line 8: the last"):

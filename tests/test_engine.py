@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compatkit import engine
-from compatkit.diffparse import parse_diff
-from compatkit.engine import HunkMismatch, SeriesConflict, apply_file, apply_series
+from compatkit.engine import hunks as engine
+from compatkit.engine.hunks import HunkMismatch, SeriesConflict, apply_file, apply_series
+from compatkit.model.diffparse import parse_diff
 
 
 def fd(text: str):  # type: ignore[no-untyped-def]
@@ -94,7 +94,7 @@ def test_the_hunk_search_is_linear_in_the_file(monkeypatch: pytest.MonkeyPatch) 
     """30,000 identical lines and a hunk that matches nowhere: the old position-by-position
     scan compared the hunk at all 60,000 offsets (25-50 s); now only hash candidates are
     compared. Counted, not timed. And a hunk that matches everywhere: its own line wins."""
-    from compatkit import engine
+    from compatkit.engine import hunks as engine
 
     calls: list[int] = []
     real = engine._matches

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit import txn
+from compatkit.env import txn
 from conftest import Demo, can_unshare
 from reliability import CrashTarget, report, snapshot
 

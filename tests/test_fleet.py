@@ -21,10 +21,10 @@ import pytest
 import ray
 
 import compatkit
-from compatkit import lock
+from compatkit.env import lock
+from compatkit.env.target import Environment
+from compatkit.load.registry import Registry
 from compatkit.ops.verify import problems
-from compatkit.registry import Registry
-from compatkit.target import Environment
 from conftest import DEMO_FILES, UV, build_wheel, run_cli, write_patchset
 from raycluster import HOST, LocalCluster, Node
 

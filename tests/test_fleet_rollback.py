@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from compatkit.commands.fleet import render
+from compatkit.cli.commands.fleet import render
+from compatkit.cli.output import Output
 from compatkit.errors import CompatkitError
 from compatkit.ops import fleet_rollback
 from compatkit.ops.fleet import FleetResult, NodeAnswer, NodeReport, PatchsetOnNode
-from compatkit.output import Output
 
 
 def node(node_id: str, *done: tuple[str, str | None, list[str]]) -> NodeReport:

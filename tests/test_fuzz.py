@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from compatkit.diffparse import parse_diff
-from compatkit.engine import SeriesConflict, apply_file, apply_series
+from compatkit.engine.hunks import SeriesConflict, apply_file, apply_series
+from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
-from compatkit.patchset import parse_patch
-from compatkit.target import Environment
-from compatkit.validate import load_patchset
+from compatkit.load.validate import load_patchset
+from compatkit.model.diffparse import parse_diff
+from compatkit.model.patchset import parse_patch
 from conftest import DEMO_FILES, UV, Venv, build_wheel, write_patchset
 from fuzzgen import bad_options, corpus_files, patch_bytes, project_toml
 from reliability import FULL, FUZZ_EXAMPLES, Result, report, run_inprocess, snapshot

@@ -88,7 +88,7 @@ def test_offline_skips_the_wheel_checks(
 def test_the_diff_stub_fails_lint_until_filled_in(
     tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from compatkit import authoring
+    from compatkit.load import authoring
 
     root = write_patchset(tmp_path / "ps", patches={"0001.patch": PATCH_GREET})
     text = (root / "patches/0001.patch").read_text()

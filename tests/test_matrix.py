@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.commands.matrix_report import report
+from compatkit.cli.commands.matrix_report import report
 from compatkit.errors import PatchFormatError
-from compatkit.matrix import load_matrix, parse_matrix
+from compatkit.model.matrix import load_matrix, parse_matrix
 from compatkit.ops.matrix import mismatches
 from conftest import Demo, run_cli
 

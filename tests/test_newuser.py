@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.output import Output, plain_table
-from compatkit.target import Environment
+from compatkit.cli.output import Output, plain_table
+from compatkit.env.target import Environment
 from conftest import UV, Demo, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,8 +170,8 @@ def test_piped_list_keeps_every_patchset_name_whole() -> None:
 def test_terminal_tables_never_split_a_name(width: int) -> None:
     from rich.console import Console
 
-    from compatkit.commands.status import list_patchsets
-    from compatkit.registry import Registry
+    from compatkit.cli.commands.status import list_patchsets
+    from compatkit.load.registry import Registry
 
     out = Output()
     buffer = StringIO()
@@ -276,7 +276,7 @@ def test_not_installed_names_the_interpreter_and_the_active_venv(
     demo: Demo, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VIRTUAL_ENV", str(demo.venv.root))
-    from compatkit.venvs import active_venv
+    from compatkit.env.venvs import active_venv
 
     assert active_venv() is None  # the test runner is no tool environment
     code, _, err = run_cli(capsys, "verify", "--pristine", "demo")

@@ -1,4 +1,4 @@
-"""compatkit.patchset's header reader: it looks only at the header's lines and slices the diff
+"""compatkit.model.patchset's header reader: it looks only at the header's lines and slices the diff
 off whole (start-up time, P1). The reference below is the per-line definition it replaced:
 split the whole file into lines, strip each one's CR, read fields until the diff starts, join
 the rest back. A hypothesis test checks the two agree on any text."""
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compatkit.patchset import _ALIASES, _clean_subject, split_patch
+from compatkit.model.patchset import _ALIASES, _clean_subject, split_patch
 
 ROOT = Path(__file__).resolve().parent.parent
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]?(.*)$")

@@ -1,9 +1,9 @@
 """The planner on an in-memory fake of the files interface: no disk, no venv.
 
-``plan_apply`` / ``plan_revert`` read the target only through :mod:`compatkit.files`, so here
+``plan_apply`` / ``plan_revert`` read the target only through :mod:`compatkit.env.files`, so here
 they run on :class:`MemoryFiles` (a dict, plus the names that are symlinks), and the change
 list they produce is executed on the same dict by :meth:`MemoryFiles.commit`, as
-:func:`compatkit.txn.commit` would on disk. The disk-backed behaviour is covered end to end by
+:func:`compatkit.env.txn.commit` would on disk. The disk-backed behaviour is covered end to end by
 test_apply.py and test_crash.py; these tests pin the planning decisions themselves.
 """
 
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from compatkit.env.plan import Overlay, plan_apply, plan_revert
+from compatkit.env.state import State, state_relpath
+from compatkit.env.target import Dist
+from compatkit.env.txn import Change
 from compatkit.errors import CompatkitError
-from compatkit.patchset import Patchset, parse_patch
-from compatkit.paths import check_relpath
-from compatkit.plan import Overlay, plan_apply, plan_revert
-from compatkit.records import row_for
-from compatkit.state import State, state_relpath
-from compatkit.target import Dist
-from compatkit.txn import Change
+from compatkit.model.patchset import Patchset, parse_patch
+from compatkit.model.paths import check_relpath
+from compatkit.model.records import row_for
 from conftest import DEMO_FILES, PATCH_GREET, PATCH_UTIL
 
 INFO = "demo-1.0.dist-info"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.config import find_config
 from compatkit.errors import PatchFormatError, UsageError
+from compatkit.load.config import find_config
 from conftest import DEMO_FILES, UV, Demo, build_wheel, write_patchset
 from wheelkit import local_index
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.validate import load_patchset
+from compatkit.load.validate import load_patchset
 from conftest import DEMO_FILES, PATCH_GREET, PATCH_UTIL, Venv, build_wheel, run_cli, write_patchset
 
 PATCH_WHO = """\

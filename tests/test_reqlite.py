@@ -1,4 +1,4 @@
-"""compatkit.reqlite decides simple requirements without packaging: wherever it answers, it
+"""compatkit.model.reqlite decides simple requirements without packaging: wherever it answers, it
 must answer as packaging does (parse, printed form, and containment)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from compatkit import reqlite
+from compatkit.model import reqlite
 
 _ws = st.sampled_from(["", " ", "  ", "\t"])
 _num = st.integers(0, 12).map(str) | st.sampled_from(["00", "010", "2026"])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.registry import Registry
+from compatkit.load.registry import Registry
 from conftest import read_only
 
 REAL = os.environ.get("COMPATKIT_REAL_PYTHON")

@@ -1,4 +1,4 @@
-"""compatkit.search: tracebacks and symptom text ranked against patch headers (pure), and the
+"""compatkit.engine.search: tracebacks and symptom text ranked against patch headers (pure), and the
 corpus of real error texts (tests/explain_corpus) ranked against the bundled patchsets."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.commands.explain import AHEAD, MIN_SCORE, find
-from compatkit.registry import Registry
-from compatkit.search import PATH, Doc, Frame, parse_query, rank, tokens
+from compatkit.cli.commands.explain import AHEAD, MIN_SCORE, find
+from compatkit.engine.search import PATH, Doc, Frame, parse_query, rank, tokens
+from compatkit.load.registry import Registry
 
 CORPUS = Path(__file__).resolve().parent / "explain_corpus"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.errors import CompatkitError
-from compatkit.paths import check_relpath
+from compatkit.model.paths import check_relpath
 from conftest import DEMO_FILES, Demo, build_wheel, write_patchset
 
 

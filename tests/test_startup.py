@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 import compatkit
-from compatkit import cache, cachedir, target
-from compatkit.names import canonical_name
-from compatkit.patchset import Patchset
-from compatkit.records import Record, Row, hash_bytes, row_for
-from compatkit.target import Environment
+from compatkit.env import target
+from compatkit.env.target import Environment
+from compatkit.load import cache, cachedir
+from compatkit.model.names import canonical_name
+from compatkit.model.patchset import Patchset
+from compatkit.model.records import Record, Row, hash_bytes, row_for
 from conftest import Demo, Venv, build_wheel
 
 SRC = Path(compatkit.__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ HEAVY = (
     "cyclonedx",  # compatkit[sbom]: only compatkit sbom and compatkit wheel import it
     "packageurl",
     "ray",
-    "argparse",  # compatkit.argv reads the common command lines (tests/test_argv.py)
+    "argparse",  # compatkit.cli.argv reads the common command lines (tests/test_argv.py)
     "gettext",
     "locale",
     "textwrap",
@@ -56,7 +57,7 @@ HEAVY = (
 
 RUN = """
 import sys
-from compatkit.cli import main
+from compatkit.cli.main import main
 code = main(sys.argv[1:])
 heavy = sorted({m for m in sys.modules for h in HEAVY if m == h or m.startswith(h + ".")})
 print("LOADED", " ".join(heavy), file=sys.stderr)
@@ -64,9 +65,14 @@ sys.exit(code)
 """
 
 
-# The writing side: a read-only command with no journal left needs none of it (compatkit.lock
+# The writing side: a read-only command with no journal left needs none of it (compatkit.env.lock
 # holds the lock; txn's rollback is imported only when a journal is there).
-WRITING = ("compatkit.txn", "compatkit.journal", "compatkit.rollback_check", "compatkit.atomic")
+WRITING = (
+    "compatkit.env.txn",
+    "compatkit.env.journal",
+    "compatkit.env.rollback_check",
+    "compatkit.atomic",
+)
 
 
 def _run_in(

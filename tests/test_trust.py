@@ -1,8 +1,8 @@
-"""Ownership boundaries (compatkit.trust): configuration found by walking up, ``--patchset-dir``
-and ``patchset-dirs`` folders are obeyed only if the user or root owns them and nobody else may
-write them. Each attack is staged with files another user (uid 12345) owns: the tests run as
-root in CI, so "another user" is a ``chown``; the cases that need compatkit itself to run as
-somebody else use ``setpriv``.
+"""Ownership boundaries (compatkit.load.trust): configuration found by walking up,
+``--patchset-dir`` and ``patchset-dirs`` folders are obeyed only if the user or root owns them
+and nobody else may write them. Each attack is staged with files another user (uid 12345) owns:
+the tests run as root in CI, so "another user" is a ``chown``; the cases that need compatkit
+itself to run as somebody else use ``setpriv``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.trust import why_untrusted
+from compatkit.load.trust import why_untrusted
 from conftest import Demo, write_patchset
 
 OTHER = 12345
@@ -246,7 +246,7 @@ def _as_other(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     }
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     for python in (sys.executable, f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
-        probe = [*drop, python, "-c", "import compatkit.cli"]
+        probe = [*drop, python, "-c", "import compatkit.cli.main"]
         if subprocess.run(probe, env=env, cwd=cwd, capture_output=True).returncode == 0:
             command = [*drop, python, "-m", "compatkit", *args]
             return subprocess.run(

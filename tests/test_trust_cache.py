@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from compatkit import cache, cachedir, target
-from compatkit.config import find_config
-from compatkit.records import row_for
-from compatkit.target import Environment
-from compatkit.validate import validate
+from compatkit.env import target
+from compatkit.env.target import Environment
+from compatkit.load import cache, cachedir
+from compatkit.load.config import find_config
+from compatkit.load.validate import validate
+from compatkit.model.records import row_for
 from conftest import DEMO_FILES, Demo, Venv, run_cli
 from test_wheel import built, needs_uv
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.commands.matrix_report import report
-from compatkit.output import plain_table
+from compatkit.cli.commands.matrix_report import report
+from compatkit.cli.output import plain_table
 from conftest import Demo, run_cli
 
 

@@ -1,4 +1,4 @@
-"""compatkit.validate: the one validator behind loading a patchset and ``compatkit lint``."""
+"""compatkit.load.validate: the one validator behind loading a patchset and ``compatkit lint``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.commands.lint import lint_patchset
+from compatkit.cli.commands.lint import lint_patchset
+from compatkit.delivery.wheels import WheelSource
 from compatkit.errors import PatchFormatError
-from compatkit.validate import KEYS, load_patchset, validate
-from compatkit.wheels import WheelSource
+from compatkit.load.validate import KEYS, load_patchset, validate
 from conftest import Demo, write_patchset
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import compatkit
-from compatkit import wheelfile
+from compatkit.delivery import wheelfile
 from compatkit.errors import CompatkitError
+from compatkit.model.records import Record, hash_bytes
 from compatkit.ops import wheel as wheel_ops
-from compatkit.records import Record, hash_bytes
 from conftest import DEMO_FILES, PATCH_GREET, UV, Demo, Venv, build_wheel, write_patchset
 
 needs_uv = pytest.mark.skipif(UV is None, reason="needs uv")
@@ -226,7 +226,7 @@ import sys
 sys.modules["cyclonedx"] = None  # as if compatkit[sbom] were not installed
 import compatkit
 compatkit.__version__ = "99.1.0"  # as if another release of compatkit built it
-from compatkit.cli import main
+from compatkit.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from compatkit import wheelcheck
-from compatkit.records import hash_bytes
+from compatkit.delivery import wheelcheck
+from compatkit.model.records import hash_bytes
 from conftest import DEMO_FILES, Demo, Venv
 from wheelkit import local_index
 

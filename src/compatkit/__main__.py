@@ -1,3 +1,3 @@
-from compatkit._entry import run
+from compatkit.cli.entry import run
 
 raise SystemExit(run())

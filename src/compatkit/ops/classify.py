@@ -21,12 +21,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from compatkit.checks import textual_status
+from compatkit.env.checks import textual_status
+from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
+from compatkit.model.patchset import Patch, Patchset
+from compatkit.model.results import Status
 from compatkit.ops.smoke import run_smoke, select
-from compatkit.patchset import Patch, Patchset
-from compatkit.results import Status
-from compatkit.target import Dist, Environment
 
 
 @dataclass(frozen=True)

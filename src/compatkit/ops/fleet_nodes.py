@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from compatkit.errors import CompatkitError
-from compatkit.results import Status
+from compatkit.model.results import Status
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,8 @@ def node_run(
 ) -> NodeAnswer:
     """On one node: ``verb`` for each patchset, against ``python`` (None: this interpreter);
     ``force``: apply's ``--force``."""
-    from compatkit.registry import Registry
-    from compatkit.target import Environment
+    from compatkit.env.target import Environment
+    from compatkit.load.registry import Registry
 
     registry = Registry([Path(d) for d in dirs])
     env = Environment.for_python(python)

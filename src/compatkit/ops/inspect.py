@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from compatkit.checks import PatchStatus, patch_statuses, requirement_problems
-from compatkit.patchset import Patchset
-from compatkit.results import Status
-from compatkit.session import Session
-from compatkit.state import State, load_state
-from compatkit.target import Dist, Environment
+from compatkit.env.checks import PatchStatus, patch_statuses, requirement_problems
+from compatkit.env.session import Session
+from compatkit.env.state import State, load_state
+from compatkit.env.target import Dist, Environment
+from compatkit.model.patchset import Patchset
+from compatkit.model.results import Status
 from compatkit.value import Value
 
 

@@ -4,25 +4,25 @@ A cell works in its own environment (compatkit's, or ``--python``): it starts fr
 install, then per mode: ``apply`` (refused: not applicable) or ``force`` applies what applies,
 verifies, runs the smoke tests and reverts; ``upstream`` classifies each patch on the
 unpatched release (:mod:`compatkit.ops.classify`). Every entry carries its ``status`` (a
-:class:`~compatkit.results.Status`) beside the text shown in the report.
+:class:`~compatkit.model.results.Status`) beside the text shown in the report.
 """
 
 from __future__ import annotations
 
-from compatkit.checks import requirement_problems, textual_status
+from compatkit.env.checks import requirement_problems, textual_status
+from compatkit.env.state import load_state
+from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
-from compatkit.matrix import Cell
+from compatkit.load.registry import Registry
+from compatkit.model.matrix import Cell
+from compatkit.model.patchset import Patchset
+from compatkit.model.records import hash_bytes
+from compatkit.model.results import Status
 from compatkit.ops import verify
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.classify import classify
 from compatkit.ops.revert import revert_patchset
 from compatkit.ops.smoke import run_smoke, select
-from compatkit.patchset import Patchset
-from compatkit.records import hash_bytes
-from compatkit.registry import Registry
-from compatkit.results import Status
-from compatkit.state import load_state
-from compatkit.target import Environment
 
 Entry = dict[str, str]  # id, status, state (as shown), detail, smoke, reason
 

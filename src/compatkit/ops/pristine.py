@@ -21,10 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
-from compatkit.records import hash_bytes
-from compatkit.session import Session
-from compatkit.state import states_of
-from compatkit.target import Dist, Environment, installed
+from compatkit.env.session import Session
+from compatkit.env.state import states_of
+from compatkit.env.target import Dist, Environment, installed
+from compatkit.model.records import hash_bytes
 from compatkit.value import Value
 
 _Key = tuple[Path, str]  # (the root a RECORD is under, the path it lists)

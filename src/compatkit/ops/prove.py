@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from compatkit.env.state import load_state
+from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
+from compatkit.load.registry import Registry
+from compatkit.model.results import Status
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
 from compatkit.ops.smoke import SmokeResult, require_pytest, run_smoke, select
-from compatkit.registry import Registry
-from compatkit.results import Status
-from compatkit.state import load_state
-from compatkit.target import Environment
 from compatkit.value import Value
 
 EXPECTED = (Status.FAIL, Status.FAIL, Status.PASS)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from compatkit.checks import stacked_on
+from compatkit.env.checks import stacked_on
+from compatkit.env.plan import plan_revert
+from compatkit.env.session import Session
+from compatkit.env.state import State, states_of
+from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
+from compatkit.load.registry import Registry
 from compatkit.ops.verify import locate
-from compatkit.plan import plan_revert
-from compatkit.registry import Registry
-from compatkit.session import Session
-from compatkit.state import State, states_of
-from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
 

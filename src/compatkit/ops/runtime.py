@@ -14,16 +14,16 @@ import hashlib
 import os
 from pathlib import Path
 
-from compatkit import cache
-from compatkit.checks import PatchStatus
+from compatkit.env.checks import PatchStatus
+from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.registry import Registry
-from compatkit.results import Status
+from compatkit.load import cache
+from compatkit.load.registry import Registry
+from compatkit.model.results import Status
 from compatkit.runtime import folder as trust
 from compatkit.runtime import install as disk
 from compatkit.runtime.integrity import damage, served
 from compatkit.runtime.prepare import Prepared, prepare
-from compatkit.target import Environment
 from compatkit.value import Value
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×

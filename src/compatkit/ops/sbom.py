@@ -5,7 +5,7 @@ runtime folder (``runtime install``, ``exec``) becomes a CycloneDX patch of type
 ``unofficial``, in series order with its ordinal, carrying its diff, ``diff.url`` (the first URL
 of its ``Origin`` header) and the issue it resolves (its title, symptom and cause, and the URLs
 of its ``Origin`` / ``Forwarded`` headers). The pristine release is ``pedigree.ancestors``.
-The JSON is written by :mod:`compatkit.sbomdoc` (standard library only).
+The JSON is written by :mod:`compatkit.delivery.sbomdoc` (standard library only).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from compatkit import sbomdoc
+from compatkit.delivery import sbomdoc
+from compatkit.env.state import State, states_of
+from compatkit.env.target import Environment, installed
 from compatkit.errors import CompatkitError
-from compatkit.names import canonical_name
-from compatkit.patchset import Patch, Patchset
-from compatkit.registry import Registry
-from compatkit.state import State, states_of
-from compatkit.target import Environment, installed
+from compatkit.load.registry import Registry
+from compatkit.model.names import canonical_name
+from compatkit.model.patchset import Patch, Patchset
 from compatkit.value import Value
 
 FORMATS = ("cyclonedx",)

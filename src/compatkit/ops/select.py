@@ -8,11 +8,11 @@ another vLLM, say) is skipped, with its reason.
 
 from __future__ import annotations
 
-from compatkit.checks import requirement_problems
-from compatkit.config import ProjectConfig
+from compatkit.env.checks import requirement_problems
+from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.registry import Registry
-from compatkit.target import Dist, Environment
+from compatkit.load.config import ProjectConfig
+from compatkit.load.registry import Registry
 from compatkit.value import Value
 
 
@@ -48,7 +48,7 @@ class Selection(Value):
 
 
 def _with_wheel_hint(problem: str, wanted: str, dist: Dist | None) -> str:
-    from compatkit.wheelpin import stale_wheel
+    from compatkit.delivery.wheelpin import stale_wheel
 
     hint = stale_wheel(dist, wanted)
     return f"{problem}; {hint}" if hint else problem

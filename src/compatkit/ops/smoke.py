@@ -11,11 +11,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from compatkit.env.state import load_state
+from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.patchset import Patch, Patchset
-from compatkit.results import Status
-from compatkit.state import load_state
-from compatkit.target import Environment
+from compatkit.model.patchset import Patch, Patchset
+from compatkit.model.results import Status
 
 
 def select(ps: Patchset, ids: list[str]) -> list[Patch]:

@@ -2,23 +2,23 @@
 
 A patchset's files are checked twice: against the hashes its state records (the cheap check,
 with the precise words: edited, reinstalled, missing), then, when those agree, against what its
-patch files make of the original bytes (:mod:`compatkit.derive`): a record is only a claim.
+patch files make of the original bytes (:mod:`compatkit.env.derive`): a record is only a claim.
 """
 
 from __future__ import annotations
 
-from compatkit import derive
-from compatkit.checks import constraint_problems, state_problems
+from compatkit.env import derive
+from compatkit.env.checks import constraint_problems, state_problems
+from compatkit.env.session import Session
+from compatkit.env.state import find_applied, states_of
+from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
-from compatkit.records import Row, hash_bytes
-from compatkit.registry import Registry
-from compatkit.session import Session
-from compatkit.state import find_applied, states_of
-from compatkit.target import Dist, Environment
+from compatkit.load.registry import Registry
+from compatkit.model.records import Row, hash_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from compatkit.config import ProjectConfig
+    from compatkit.load.config import ProjectConfig
     from compatkit.ops.select import Selection
 
 
@@ -69,12 +69,12 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
 
 def _moved_on(registry: Registry, name: str, dist: Dist) -> str | None:
     """A patched wheel of another version than ``name`` targets: say so, and what to do."""
-    from compatkit.checks import target_problem
+    from compatkit.env.checks import target_problem
 
     ps = registry.get(name) if name in registry.names() else None
     if ps is None or target_problem(ps, dist) is None:
         return None
-    from compatkit.wheelpin import stale_wheel
+    from compatkit.delivery.wheelpin import stale_wheel
 
     hint = stale_wheel(dist, f"{ps.distribution}{ps.specifier_text}")
     return f"{name}: {hint}" if hint else None
@@ -123,7 +123,7 @@ def unnamed(
     patchsets that fit, with the selection (its skipped ones), or without a project every
     patchset applied here; and why that set is empty, for when it is."""
     if config is None:
-        from compatkit.state import applied_patchsets
+        from compatkit.env.state import applied_patchsets
 
         why = "no [tool.compatkit] table was found and no patchset is applied here"
         return applied_patchsets(env), None, why

@@ -1,8 +1,8 @@
 """Build a patched wheel: the exact pristine wheel with a patchset applied (``compatkit wheel``).
 
-The pristine wheel comes from :func:`compatkit.wheels.whole_wheel` (the same copies ``diff``
-and ``lint`` use, every file checked against its RECORD). The series is planned with
-:func:`compatkit.plan.plan_apply` on an in-memory view of the wheel, so containment, start-up
+The pristine wheel comes from :func:`compatkit.delivery.wheels.whole_wheel` (the same copies
+``diff`` and ``lint`` use, every file checked against its RECORD). The series is planned with
+:func:`compatkit.env.plan.plan_apply` on an in-memory view of the wheel, so containment, start-up
 code and hunk matching are the checks ``apply`` makes, and the state it writes is the one
 ``status``, ``verify`` and ``explain`` read, marked ``built_in``.
 
@@ -20,17 +20,18 @@ import os
 import re
 from pathlib import Path
 
-from compatkit import atomic, wheelfile
+from compatkit import atomic
+from compatkit.delivery import wheelfile
+from compatkit.delivery.wheelproof import Proof, WholeWheel, whole_wheel
+from compatkit.delivery.wheels import WheelSource
+from compatkit.env.plan import Overlay, plan_apply
+from compatkit.env.state import states_of
+from compatkit.env.target import Dist, Environment, _headers
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.patchset import Patchset
-from compatkit.paths import check_relpath
-from compatkit.plan import Overlay, plan_apply
-from compatkit.registry import Registry
-from compatkit.state import states_of
-from compatkit.target import Dist, Environment, _headers
+from compatkit.load.registry import Registry
+from compatkit.model.patchset import Patchset
+from compatkit.model.paths import check_relpath
 from compatkit.value import Value
-from compatkit.wheelproof import Proof, WholeWheel, whole_wheel
-from compatkit.wheels import WheelSource
 
 # 1: the SBOM carried compatkit's version (cyclonedx-python-lib); 2: compatkit's own JSON,
 # the format number instead of the version, the label hashing the format with the digest
@@ -76,7 +77,7 @@ class WheelResult(Value):
 
 
 class MemoryFiles:
-    """The read side of a wheel held in a dict (:class:`compatkit.files.Files`)."""
+    """The read side of a wheel held in a dict (:class:`compatkit.env.files.Files`)."""
 
     def __init__(self, files: dict[str, bytes]) -> None:
         self.files = files

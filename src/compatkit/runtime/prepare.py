@@ -15,16 +15,16 @@ import hashlib
 import os
 from pathlib import Path
 
-from compatkit import startup_code
-from compatkit.checks import _uncompilable, requirement_problems
-from compatkit.engine import SeriesConflict, apply_series
+from compatkit.engine.hunks import SeriesConflict, apply_series
+from compatkit.env.checks import _uncompilable, requirement_problems
+from compatkit.env.state import load_state
+from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.patchset import Patchset
-from compatkit.records import hash_bytes
-from compatkit.registry import Registry
+from compatkit.load.registry import Registry
+from compatkit.model import startup_code
+from compatkit.model.patchset import Patchset
+from compatkit.model.records import hash_bytes
 from compatkit.runtime.startfiles import BOOT
-from compatkit.state import load_state
-from compatkit.target import Dist, Environment
 from compatkit.value import Value
 
 HOOK_SOURCE = Path(__file__).with_name("hook.py")

@@ -1,0 +1,75 @@
+"""``compatkit completion bash|zsh``: shell completion generated from the argparse parser.
+
+shtab writes the script from the parser itself, so a new option completes without anyone
+editing a completion file. Patchset names and patch ids are completed at run time through the
+hidden ``compatkit _names patchsets|ids`` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+from compatkit.cli.output import Output
+from compatkit.load.registry import Registry
+
+PREAMBLE = {
+    "bash": """
+_compatkit_patchsets() { compgen -W "$(compatkit _names patchsets 2>/dev/null)" -- "$1"; }
+_compatkit_ids() { compgen -W "$(compatkit _names ids 2>/dev/null)" -- "$1"; }
+""",
+    "zsh": """
+_compatkit_patchsets() {
+  local -a names; names=(${(f)"$(compatkit _names patchsets 2>/dev/null)"})
+  _describe 'patchset' names
+}
+_compatkit_ids() {
+  local -a ids; ids=(${(f)"$(compatkit _names ids 2>/dev/null)"})
+  _describe 'patch id' ids
+}
+""",
+}
+_KINDS = {
+    "patchset": "_compatkit_patchsets",
+    "exclude": "_compatkit_ids",
+    "patch": "_compatkit_ids",
+    "query": "_compatkit_ids",
+}
+
+
+def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _actions(sub)
+
+
+def completion(parser: argparse.ArgumentParser, shell: str, out: Output | None = None) -> int:
+    """Print the script; with --json, the envelope holds it (``shell``, ``script``)."""
+    import shtab
+
+    for action in _actions(parser):
+        function = _KINDS.get(action.dest)
+        if function:
+            action.complete = {"bash": function, "zsh": function}  # type: ignore[attr-defined]
+        elif action.dest in ("patchset_dir", "results", "report", "matrix", "docs", "config"):
+            action.complete = shtab.DIRECTORY if action.dest != "matrix" else shtab.FILE  # type: ignore[attr-defined]
+    script = shtab.complete(parser, shell=shell, preamble=PREAMBLE[shell])
+    if out is not None and out.json_mode:
+        out.doc.update(shell=shell, script=script)
+    else:
+        print(script)
+    return 0
+
+
+def names(registry: Registry, kind: str, out: Output) -> int:
+    if kind == "patchsets":
+        found = registry.names()
+    else:
+        found = sorted({p.id for ps in registry.all() for p in ps.patches})
+        found += [f"{ps.name}:{p.id}" for ps in registry.all() for p in ps.patches]
+    out.doc["names"] = found
+    for name in found:
+        out.line(name)
+    return 0

@@ -1,0 +1,47 @@
+"""``compatkit exec PATCHSET... -- COMMAND...``: run COMMAND with the patchsets applied at import.
+
+``--force`` means what ``apply --force`` means: prepare despite a version mismatch or an unmet
+requirement, and on files that differ from their RECORD hash (as they are).
+
+Exit code: COMMAND's own (128 + N when a signal N ended it); 1 when a patchset does not fit or
+a diff does not apply (COMMAND does not run); 2 for usage errors; 127 when COMMAND is not found.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+from compatkit.cli.output import Output
+from compatkit.env.target import Environment
+from compatkit.errors import CompatkitError, UsageError
+from compatkit.load.registry import Registry
+from compatkit.ops import runtime as ops
+
+EXIT_NOT_FOUND = 127
+
+
+class CommandNotFound(CompatkitError):
+    exit_code = EXIT_NOT_FOUND
+
+
+def exec_command(
+    registry: Registry,
+    env: Environment,
+    names: list[str],
+    command: list[str],
+    out: Output | None = None,
+    force: bool = False,
+) -> int:
+    out = out or Output()
+    if not command:
+        raise UsageError(
+            "exec needs a command after '--': compatkit exec PATCHSET... -- COMMAND..."
+        )
+    root = ops.exec_dir(registry, env, names, force)
+    try:
+        proc = subprocess.run(command, env=ops.child_environ(root))
+    except (FileNotFoundError, PermissionError) as exc:
+        raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror}") from None
+    code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    out.doc.update(ok=code == 0, patchsets=names, runtime=str(root), returncode=code)
+    return code

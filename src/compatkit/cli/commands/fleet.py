@@ -1,0 +1,138 @@
+"""``compatkit fleet status|verify|apply|revert PATCHSET... [--address ADDR]``.
+
+One table per node and patchset; a node that failed or died is one line naming it and why.
+Exit 0 only if every alive node answered and is as asked. ``apply`` names where it left each
+node (rolled back, unchanged, applied, unknown) when it did not succeed everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from compatkit.cli.output import Output
+from compatkit.errors import CompatkitError, UsageError
+from compatkit.load.registry import Registry
+from compatkit.ops.fleet import FleetResult, NodeReport, run_fleet
+
+
+def fleet(
+    registry: Registry,
+    verb: str,
+    names: list[str],
+    address: str | None,
+    python: str | None,
+    dirs: list[Path],
+    timeout: float,
+    out: Output,
+    force: bool = False,
+    keep_going: bool = False,
+) -> int:
+    if verb != "apply" and (force or keep_going):
+        option = "--force" if force else "--keep-going"
+        raise UsageError(f"{option} is an option of fleet apply only, not fleet {verb}")
+    for name in names:
+        registry.get(name)  # an unknown name is a usage error here, before any node is asked
+    result = run_fleet(verb, names, address, python, dirs, timeout, force, keep_going)
+    return render(result, out)
+
+
+def render(result: FleetResult, out: Output) -> int:
+    out.doc.update(
+        ok=result.ok,
+        command=result.verb,
+        address=result.address,
+        nodes=[_node_doc(n) for n in result.nodes],
+        dead_before=result.dead_before,
+        rolled_back=result.rolled_back,
+    )
+    for node in result.nodes:
+        _show(node, out)
+    if result.dead_before:
+        out.line(f"not asked (dead before this run): {', '.join(result.dead_before)}")
+    bad = [n for n in result.nodes if not n.ok]
+    if not result.nodes:
+        raise CompatkitError(f"the Ray cluster at {result.address} has no alive node")
+    if bad:
+        message = f"fleet {result.verb}: {len(bad)} of {len(result.nodes)} nodes not as asked"
+        if result.verb != "apply":
+            raise CompatkitError(message, [_problem(n) for n in bad])
+        raise CompatkitError(f"{message}; {_outcome(result)}", [_left(n) for n in result.nodes])
+    names = ", ".join(n.node_id[:12] for n in result.nodes)
+    out.line(
+        f"fleet {result.verb}: all {len(result.nodes)} nodes as asked ({names})", style="green"
+    )
+    return 0
+
+
+def _title(node: NodeReport) -> str:
+    return f"node {node.node_id[:12]} ({node.address})"
+
+
+def _show(node: NodeReport, out: Output) -> None:
+    if node.answer is None:
+        out.line(f"{_title(node)}: {node.failure}", style="red")
+        return
+    for ps in node.answer.patchsets:
+        state = ps.summary or "error"
+        action = f", {ps.action}" if ps.action else ""
+        rows = [[p.id, str(p.status), p.detail] for p in ps.patches]
+        out.table(
+            f"{_title(node)} {node.answer.python}: {ps.name}: {state}{action}",
+            ["patch", "state", "detail"],
+            rows,
+        )
+        for problem in ps.problems:
+            out.line(f"  {problem}", style="red")
+
+
+def _outcome(result: FleetResult) -> str:
+    """What apply did about the nodes it reached, in one clause."""
+    back = [n for n in result.nodes if n.end and n.end.startswith("rolled back")]
+    unsure = [n for n in result.nodes if n.answer is None or (n.end or "").startswith("NOT")]
+    if result.rolled_back:
+        done = f"rolled back on the {len(back)} node(s) it had applied to"
+        return f"{done}; {len(unsure)} node(s) not known to be as before" if unsure else done
+    if any(n.end and "--keep-going" in n.end for n in result.nodes):
+        return "the nodes it applied to keep it (--keep-going)"
+    return "it applied nothing"
+
+
+def _left(node: NodeReport) -> str:
+    """A node's end state, and why it was not as asked if it was not."""
+    return f"{_title(node)}: {node.end}" + ("" if node.ok else f" ({_why(node)})")
+
+
+def _why(node: NodeReport) -> str:
+    if node.answer is None:
+        return str(node.failure)
+    return "; ".join(p for ps in node.answer.patchsets for p in ps.problems)
+
+
+def _problem(node: NodeReport) -> str:
+    return f"{_title(node)}: {_why(node)}"
+
+
+def _node_doc(node: NodeReport) -> dict[str, Any]:
+    answer = node.answer
+    return {
+        "node_id": node.node_id,
+        "address": node.address,
+        "ok": node.ok,
+        "failure": node.failure,
+        "end_state": node.end,
+        "python": answer.python if answer else None,
+        "patchsets": [
+            {
+                "name": ps.name,
+                "state": ps.summary or None,
+                "action": ps.action,
+                "ok": ps.ok,
+                "problems": ps.problems,
+                "patches": [
+                    {"id": p.id, "status": p.status, "detail": p.detail} for p in ps.patches
+                ],
+            }
+            for ps in (answer.patchsets if answer else [])
+        ],
+    }

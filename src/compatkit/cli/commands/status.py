@@ -1,0 +1,110 @@
+"""``compatkit status [PATCHSET]`` and ``compatkit list``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compatkit.cli.output import Output
+from compatkit.env.checks import constraint_problems
+from compatkit.env.target import Dist, Environment
+from compatkit.load.registry import Registry
+from compatkit.ops.inspect import inspect_patchset, where
+
+
+def status(
+    registry: Registry,
+    env: Environment,
+    names: list[str],
+    out: Output | None = None,
+    pyproject: Path | None = None,
+) -> int:
+    out = out or Output()
+    out.doc["patchsets"] = []
+    wheels: list[str] = []  # distributions installed as patched wheels
+    for name in names or registry.names():
+        ps = registry.get(name)
+        found_here = inspect_patchset(ps, env)
+        dist, state, statuses = found_here.dist, found_here.state, found_here.statuses
+        summary = found_here.summary
+        found = (
+            f"found {dist.name} {dist.version}" if dist else f"{ps.distribution} is not installed"
+        )
+        out.doc["patchsets"].append(
+            {
+                "name": ps.name,
+                "version": ps.version,
+                "target": ps.target,
+                "installed": dist.version if dist else None,
+                "state": summary,
+                "applied_version": state.version if state else None,
+                "unmet_constraints": (unmet := constraint_problems(ps, env)),
+                "patches": [
+                    {"id": s.id, "status": s.status, "detail": s.detail, "startup_code": s.startup}
+                    for s in statuses
+                ],
+            }
+        )
+        rows = [
+            [s.id, ps.patch(s.id).title if ps.patch(s.id) else "", str(s.status), s.detail]  # type: ignore[union-attr]
+            for s in statuses
+        ]
+        out.table(
+            f"{ps.name} {ps.version} → {ps.target} ({found}): {summary}",
+            ["patch", "title", "state", "detail"],
+            rows,
+        )
+        for line in unmet:
+            out.line(f"{ps.name}: {line}", style="red")
+        if dist is not None and "ck." in dist.version:  # a patched wheel?
+            wheels.append(ps.distribution)
+            _wheel_hint(out, dist, ps.target, state is None and summary == "not applicable")
+    if pyproject is not None and wheels:
+        from compatkit.delivery.wheelpin import project_mismatches
+
+        moved = project_mismatches(pyproject, env, wheels)
+        out.doc["project_mismatches"] = moved
+        for line in moved:
+            out.line(f"warning: {line}", style="yellow")
+    return 0
+
+
+def _wheel_hint(out: Output, dist: Dist, wanted: str, stale: bool) -> None:
+    """A patchset aimed elsewhere than the installed patched wheel: the next step."""
+    from compatkit.delivery.wheelpin import stale_wheel
+
+    hint = stale_wheel(dist, wanted) if stale else None
+    if hint:
+        out.doc["patchsets"][-1]["next_step"] = hint
+        out.line(f"  {hint}", style="yellow")
+
+
+def list_patchsets(registry: Registry, env: Environment, out: Output | None = None) -> int:
+    out = out or Output()
+    rows, docs = [], []
+    for ps in registry.all():
+        _, here = where(ps, env)
+        docs.append(
+            {
+                "name": ps.name,
+                "version": ps.version,
+                "patches": len(ps.patches),
+                "target": ps.target,
+                "requires": [str(r) for r in ps.requires],
+                "state": here,
+                "path": str(ps.root),
+                "summary": ps.summary,
+            }
+        )
+        rows.append(
+            [
+                ps.name,
+                ps.version,
+                ps.target,
+                ", ".join(str(r) for r in ps.requires),
+                str(len(ps.patches)),
+                str(here),
+            ]
+        )
+    out.doc["patchsets"] = docs
+    out.table("patchsets", ["name", "version", "target", "requires", "patches", "here"], rows)
+    return 0

@@ -1,0 +1,94 @@
+"""``compatkit upstream PATCHSET --against DIST==VERSION``: did upstream absorb the fixes?
+
+The verdicts and their two oracles: :mod:`compatkit.ops.classify`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from compatkit.cli.output import Output
+from compatkit.env.checks import requirement_problems, target_problem
+from compatkit.env.target import Environment
+from compatkit.errors import CompatkitError, UsageError
+from compatkit.load.registry import Registry
+from compatkit.model.patchset import Patchset
+from compatkit.model.results import Status
+from compatkit.ops.classify import classify, throwaway_env
+from compatkit.ops.smoke import require_pytest
+
+
+def _throwaway(against: Requirement, extra: list[str], folder: Path, out: Output) -> Environment:
+    """The release under test with its own dependencies (and ``--with``); the patchset's
+    requirements are checked against it afterwards, never installed beside it."""
+    packages = [str(against), *extra, "pytest"]
+    out.line(f"building a throw-away environment: {' '.join(packages)}")
+    return throwaway_env(packages, folder)
+
+
+def _parse_against(ps: Patchset, against: str) -> Requirement:
+    try:
+        req = Requirement(against)
+    except InvalidRequirement as exc:
+        raise UsageError(f"--against {against!r}: {exc}") from None
+    if req.name.lower().replace("_", "-") != ps.distribution:
+        raise UsageError(f"--against names {req.name}, but {ps.name} targets {ps.distribution}")
+    return req
+
+
+def upstream(
+    registry: Registry,
+    env: Environment | None,
+    name: str,
+    against: str,
+    out: Output | None = None,
+    extra: tuple[str, ...] = (),
+) -> int:
+    out = out or Output()
+    ps = registry.get(name)
+    req = _parse_against(ps, against)
+    with tempfile.TemporaryDirectory(prefix="compatkit-upstream-") as tmp:
+        target = env or _throwaway(req, _parse_with(extra), Path(tmp) / "venv", out)
+        require_pytest(target)
+        dist = target.require(ps.distribution)
+        if not req.specifier.contains(dist.version, prereleases=True):
+            raise CompatkitError(f"the target has {dist.name} {dist.version}, not {req}")
+        mismatch = target_problem(ps, dist)  # an older target release: expected here
+        unmet = [p for p in requirement_problems(ps, target, dist) if p != mismatch]
+        verdicts = classify(ps, target)
+    out.doc.update(
+        ok=True,
+        patchset=ps.name,
+        against=f"{dist.name}=={dist.version}",
+        unmet_requirements=unmet,
+        patches=[v.__dict__ for v in verdicts],
+    )
+    for line in unmet:
+        out.line(f"{ps.name}'s requirement unmet here (checked, not installed): {line}")
+    out.table(
+        f"{ps.name} against unpatched {dist.name} {dist.version}",
+        ["patch", "verdict", "smoke (unpatched)", "diff"],
+        [
+            [v.id, v.state, v.smoke + (f": {v.reason}" if v.reason else ""), v.textual]
+            for v in verdicts
+        ],
+    )
+    for state in (Status.UPSTREAM, Status.REMOVED_UPSTREAM):
+        gone = [v.id for v in verdicts if v.state is state]
+        out.line(
+            f"{len(gone)}/{len(verdicts)} patches are {state} in {dist.name} {dist.version}"
+            + (f": {', '.join(gone)} can retire" if gone else "")
+        )
+    return 0
+
+
+def _parse_with(extra: tuple[str, ...]) -> list[str]:
+    for text in extra:
+        try:
+            Requirement(text)
+        except InvalidRequirement as exc:
+            raise UsageError(f"--with {text!r}: {exc}") from None
+    return list(extra)

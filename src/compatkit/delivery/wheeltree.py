@@ -1,0 +1,122 @@
+"""One copy of a wheel, zipped or unpacked: its RECORD, its files, why it is unsafe (reads only).
+
+A copy is read lazily: building a :class:`Tree` reads the zip's central directory and RECORD,
+checks names, bounds and RECORD coverage (:mod:`compatkit.delivery.wheelcheck`) and inflates nothing
+else; :meth:`Tree.read` checks each file against the RECORD hash it must have.
+
+>>> Tree("t", {"pkg/m.py": "sha256=x"}, lambda p: b"x").owns("pkg/m.py")
+True
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from compatkit.delivery import wheelcheck
+from compatkit.model.records import Record, hash_bytes
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One wheel's files: ``record`` maps each path to its RECORD hash ("" when it has none).
+
+    ``problems``: why this copy is not a sane wheel (names, bounds, RECORD gaps; see
+    :mod:`compatkit.delivery.wheelcheck`). ``archive``: the ``.whl`` file (None: an unpacked
+    copy)."""
+
+    label: str
+    record: dict[str, str]
+    reader: Callable[[str], bytes | None]
+    executable: Callable[[str], bool] = lambda path: False
+    problems: tuple[str, ...] = ()
+    archive: Path | None = None
+
+    def owns(self, path: str) -> bool:
+        return path in self.record
+
+    def read(self, path: str) -> bytes | None:
+        """The file's bytes; None if the wheel has no such file; raises if they are corrupt."""
+        if path not in self.record:
+            return None
+        data = self.reader(path)
+        expected = self.record[path]
+        if data is None or (expected and hash_bytes(data) != expected):
+            raise Corrupt(f"{self.label}: {path} does not match the wheel's RECORD")
+        return data
+
+
+class Corrupt(Exception):
+    """A copy of a wheel that is damaged, unsafe or not proven the release (skip it)."""
+
+
+class NotAZip(Exception):
+    """A ``*.whl`` that is not a zip archive (a candidate to skip, with a note)."""
+
+
+def _record_of(names: list[str], read: Callable[[str], bytes | None]) -> dict[str, str]:
+    infos = [n for n in names if n.endswith(".dist-info/RECORD") and n.count("/") == 1]
+    if len(infos) != 1:
+        return {}
+    raw = read(infos[0])
+    rows = Record.parse(raw).rows if raw else ()
+    return {r.path: r.hash for r in rows if r.path}
+
+
+def tree_from_wheel(path: Path) -> Tree:
+    """The wheel at ``path``, its bounds and names checked before anything is inflated;
+    raises :class:`NotAZip` for a file that is no zip archive."""
+
+    def read(name: str) -> bytes | None:
+        try:
+            with zipfile.ZipFile(path) as zf:
+                return zf.read(name)
+        except KeyError:
+            return None
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise Corrupt(f"{path}: {name}: unreadable ({exc})") from None
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise NotAZip(f"skipped {path}: not a zip archive ({exc})") from None
+    except OSError as exc:
+        raise NotAZip(f"skipped {path}: unreadable ({exc.strerror or exc})") from None
+    names = [i.filename for i in infos]
+    modes = {i.filename: i.external_attr >> 16 for i in infos}
+    problems = wheelcheck.zip_problems(infos)
+    try:
+        record = {} if problems else _record_of(names, read)
+    except Corrupt as exc:
+        problems, record = [str(exc)], {}
+    problems += wheelcheck.record_problems(names, record) if record else []
+    problems += [q for p in record if (q := wheelcheck.entry_problem(p))]
+    executable = lambda n: bool(modes.get(n, 0) & 0o111)  # noqa: E731
+    return Tree(str(path), record, read, executable, tuple(problems), path)
+
+
+def tree_from_dir(root: Path) -> Tree:
+    """An unpacked wheel (uv's cache): every file in it must be in its RECORD, with a hash."""
+
+    def read(name: str) -> bytes | None:
+        try:
+            return (root / name).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def executable(name: str) -> bool:
+        try:
+            return bool((root / name).stat().st_mode & 0o111)
+        except OSError:
+            return False
+
+    infos = [f"{p.name}/RECORD" for p in root.glob("*.dist-info")]
+    record = _record_of(infos, read)
+    names = [p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()]
+    names = [n for n in names if "__pycache__/" not in n]  # bytecode an installer compiled
+    problems = wheelcheck.record_problems(names, record) if record else []
+    problems += [q for p in record if (q := wheelcheck.entry_problem(p))]
+    return Tree(str(root), record, read, executable, tuple(problems))

@@ -1,0 +1,171 @@
+"""Port a patch series from one upstream version to another with a three-way merge (pure).
+
+For every patch, in series order, and every file it touches: BASE is the old version with the
+earlier patches applied, OURS is BASE with this patch, THEIRS is the new version with the
+earlier ported patches. :mod:`merge3` merges them. Each file comes out as
+
+- ``clean``: the patch applies to the new file exactly where it says;
+- ``offset``: it applies exactly, N lines away;
+- ``merged``: its context changed upstream, and the three-way merge rewrote it;
+- ``upstream``: the new file already holds the change (the merge result is THEIRS);
+- ``conflict``: the merge conflicts; the file with conflict markers is returned.
+
+>>> from compatkit.model.diffparse import parse_diff
+>>> fd = parse_diff("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "p")
+>>> port_series([("p1", fd)], {"m.py": b"x = 1\\n"}, {"m.py": b"x = 2\\n"})[0].status
+<Status.UPSTREAM: 'upstream'>
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from merge3 import Merge3
+
+from compatkit.engine.difftext import diff_files
+from compatkit.engine.hunks import HunkMismatch, apply_file
+from compatkit.model.diffparse import FileDiff
+from compatkit.model.results import Status
+
+_RANK = {Status.CLEAN: 0, Status.OFFSET: 1, Status.MERGED: 2}
+
+
+@dataclass
+class FilePort:
+    path: str
+    status: Status  # CLEAN, OFFSET, MERGED, UPSTREAM, CONFLICT
+    offset: int = 0
+    before: bytes | None = None  # the new version's file before this patch
+    after: bytes | None = None  # ... and after it
+    conflict: bytes | None = None  # the file with conflict markers
+    reason: str = ""
+
+
+@dataclass
+class PatchPort:
+    id: str
+    files: list[FilePort] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status:
+        kinds = [f.status for f in self.files]
+        if Status.CONFLICT in kinds:
+            return Status.CONFLICT
+        if all(k is Status.UPSTREAM for k in kinds):
+            return Status.UPSTREAM
+        worst = max((k for k in kinds if k in _RANK), key=_RANK.__getitem__, default=Status.CLEAN)
+        return Status.CLEAN if worst is Status.MERGED else worst
+
+    @property
+    def detail(self) -> str:
+        parts = []
+        for f in self.files:
+            if f.status is Status.OFFSET:
+                parts.append(f"{f.path}: offset {f.offset:+d}")
+            elif f.status is Status.MERGED:
+                parts.append(f"{f.path}: rewritten by three-way merge")
+            elif f.status is Status.UPSTREAM and self.status != Status.UPSTREAM:
+                parts.append(f"{f.path}: already upstream")
+            elif f.status is Status.CONFLICT:
+                parts.append(f"{f.path}: {f.reason or 'conflict'}")
+        return "; ".join(parts)
+
+    def diff(self) -> str:
+        """The ported diff (files already upstream left out); "" if nothing is left."""
+        keep = [f for f in self.files if f.status in _RANK]
+        return diff_files({f.path: (f.before, f.after) for f in keep})
+
+
+def _lines(data: bytes | None) -> list[str]:
+    if not data:
+        return []
+    text = data.decode("utf-8", "surrogateescape")
+    return [line for line in re.split(r"(?<=\n)", text) if line]
+
+
+def _bytes(lines: Sequence[str]) -> bytes:
+    return "".join(lines).encode("utf-8", "surrogateescape")
+
+
+def syntax_error(path: str, data: bytes | None) -> str | None:
+    if not path.endswith(".py") or data is None:
+        return None
+    try:
+        compile(data, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{exc.msg} (line {exc.lineno})"
+    except ValueError as exc:  # e.g. NUL bytes
+        return str(exc)
+    except (RecursionError, MemoryError):  # CPython's parser on thousands of nested operators
+        return "nested too deeply to compile"
+    return None
+
+
+def _compiles(port: FilePort) -> FilePort:
+    """A textually clean port that breaks a Python file that compiled is a conflict."""
+    error = syntax_error(port.path, port.after)
+    if error is None or syntax_error(port.path, port.before) is not None:
+        return port
+    reason = f"applies as text, but the result does not compile: {error}"
+    return FilePort(
+        port.path, Status.CONFLICT, before=port.before, conflict=port.after, reason=reason
+    )
+
+
+def port_file(
+    fd: FileDiff, old_before: bytes | None, new_before: bytes | None, names: tuple[str, str, str]
+) -> FilePort:
+    """Port one file's change; ``names`` label the conflict markers (ours, base, theirs)."""
+    try:
+        old_after = apply_file(old_before, fd).data
+    except HunkMismatch as exc:
+        return FilePort(
+            fd.path, Status.CONFLICT, reason=f"does not apply to the old version ({exc})"
+        )
+    if new_before is None and fd.kind != "create":
+        return FilePort(fd.path, Status.CONFLICT, reason="the new version has no such file")
+    direct = None
+    with contextlib.suppress(HunkMismatch):
+        direct = apply_file(new_before, fd)
+    m3 = Merge3(_lines(old_before), _lines(old_after), _lines(new_before))
+    conflicted = any(region[0] == "conflict" for region in m3.merge_regions())
+    if direct is not None:
+        moved = [o for o in direct.offsets if o]
+        status = Status.OFFSET if moved else Status.CLEAN
+        port = FilePort(fd.path, status, moved[0] if moved else 0, new_before, direct.data)
+        return _compiles(port)
+    if not conflicted:
+        merged = _bytes(list(m3.merge_lines()))
+        if merged == (new_before or b""):
+            return FilePort(fd.path, Status.UPSTREAM, before=new_before, after=new_before)
+        after = None if fd.kind == "delete" and not merged else merged
+        return _compiles(FilePort(fd.path, Status.MERGED, before=new_before, after=after))
+    ours, base, theirs = names
+    marked = m3.merge_lines(name_a=ours, name_b=theirs, name_base=base, base_marker="|||||||")
+    return FilePort(fd.path, Status.CONFLICT, before=new_before, conflict=_bytes(list(marked)))
+
+
+def port_series(
+    patches: Sequence[tuple[str, Sequence[FileDiff]]],
+    old: Mapping[str, bytes | None],
+    new: Mapping[str, bytes | None],
+    labels: tuple[str, str] = ("old", "new"),
+) -> list[PatchPort]:
+    """Port every patch in order. A conflicting patch is left out of what later ones see."""
+    old_cur, new_cur = dict(old), dict(new)
+    ported = []
+    for patch_id, diffs in patches:
+        names = (f"{patch_id} on {labels[0]}", labels[0], labels[1])
+        result = PatchPort(patch_id)
+        for fd in diffs:
+            result.files.append(port_file(fd, old_cur.get(fd.path), new_cur.get(fd.path), names))
+            with contextlib.suppress(HunkMismatch):
+                old_cur[fd.path] = apply_file(old_cur.get(fd.path), fd).data
+        if result.status is not Status.CONFLICT:
+            for f in result.files:
+                new_cur[f.path] = f.after
+        ported.append(result)
+    return ported

@@ -1,0 +1,278 @@
+"""Read-only questions about a patchset in an environment: does it fit, is it applied, drifted?
+
+>>> from packaging.requirements import Requirement
+>>> _version_problem(Requirement("vllm>=0.16,<0.17"), "0.11.0")
+'needs vllm<0.17,>=0.16, found vllm 0.11.0'
+"""
+
+from __future__ import annotations
+
+from compatkit.engine.hunks import SeriesConflict, apply_series
+from compatkit.env.state import FileState, State, states_of
+from compatkit.env.target import Dist, Environment
+from compatkit.errors import PatchFormatError
+from compatkit.model import reqlite, startup_code
+from compatkit.model.diffparse import FileDiff
+from compatkit.model.patchset import Patchset
+from compatkit.model.records import hash_bytes
+from compatkit.model.results import Status
+from compatkit.value import Value
+
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+
+def _version_problem(req: Requirement, found: str | None) -> str | None:
+    if found is None:
+        return f"needs {req}, which is not installed"
+    if not req.specifier.contains(found, prereleases=True):
+        return f"needs {req.name}{req.specifier}, found {req.name} {found}"
+    return None
+
+
+def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
+    """Why the installed target does not fit ``ps`` (None: it fits).
+
+    Plain comparison clauses (``==0.3.0``, ``>=0.16,<0.17``) against a plain installed
+    version are decided without packaging (compatkit.model.reqlite), whose import dominates the
+    start-up time of ``status``; anything else goes to packaging.
+    """
+    wanted = f"{ps.distribution}{ps.specifier_text}"
+    if dist is None:
+        return f"needs {wanted}, which is not installed"
+    simple = reqlite.specifiers(ps.specifier_text)
+    fits = None if simple is None else simple.contains(dist.version)
+    if fits is None:
+        fits = ps.specifier.contains(dist.version, prereleases=True)
+    if not fits:
+        return f"needs {ps.target}, found {ps.distribution} {dist.version}"
+    return None
+
+
+def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> list[str]:
+    """Every way the environment misses the patchset's target and requirements.
+
+    A requirement without extras or markers, with plain clauses, is decided by
+    compatkit.model.reqlite when the installed version is a plain release; the rest by packaging.
+    """
+    problems = [target_problem(ps, dist)]
+    for i, text in enumerate(ps.requires_text):
+        simple = reqlite.parse(text)
+        if simple is not None:
+            found = env.find(simple.name)
+            if found is None:
+                problems.append(f"needs {simple}, which is not installed")
+                continue
+            fits = simple.contains(found.version)
+            if fits is not None:
+                spec = simple.specifier or ""
+                miss = f"needs {simple.name}{spec}, found {simple.name} {found.version}"
+                problems.append(None if fits else miss)
+                continue
+        req = ps.requires[i]
+        if req.marker is not None and not req.marker.evaluate(env.markers):
+            continue
+        found = env.find(req.name)
+        problems.append(_version_problem(req, found.version if found else None))
+    return [p for p in problems if p]
+
+
+def constraint_problems(ps: Patchset, env: Environment) -> list[str]:
+    """Every ``[[constraints]]`` pin the environment breaks (an absent distribution breaks
+    none: a constraint limits what is installed, as ``pip install -c`` reads it). Plain pins
+    are decided by compatkit.model.reqlite (start-up time), the rest by packaging."""
+    found = []
+    for pin, _ in ps.constraints:
+        simple = reqlite.parse(pin)
+        name = simple.name if simple is not None else _requirement(ps, pin).name
+        dist = env.find(name)
+        if dist is None:
+            continue
+        fits = simple.contains(dist.version) if simple is not None else None
+        if fits is None:
+            req = _requirement(ps, pin)
+            if req.marker is not None and not req.marker.evaluate(env.markers):
+                continue
+            fits = req.specifier.contains(dist.version, prereleases=True)
+        if not fits:
+            found.append(f"constraint {pin} unmet: found {dist.name} {dist.version}")
+    return found
+
+
+def _requirement(ps: Patchset, pin: str) -> Requirement:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(pin)
+    except InvalidRequirement as exc:
+        where = f"{ps.root}/patchset.toml"
+        raise PatchFormatError(f"{where}: bad constraint {pin!r}: {exc}") from None
+
+
+def expected_sha(state: State, f: FileState, others: list[State]) -> str | None:
+    """What ``f`` should hold now: what ``state`` wrote, or, where another applied patchset
+    started from exactly those bytes (two patchsets stacked on one file), what that one wrote."""
+    sha, seen = f.written_sha, {state.patchset}
+    while sha is not None:
+        on_top = next(
+            (
+                (o, g)
+                for o in others
+                if o.patchset not in seen
+                for g in o.files
+                if g.path == f.path and g.original_sha == sha
+            ),
+            None,
+        )
+        if on_top is None:
+            break
+        seen.add(on_top[0].patchset)
+        sha = on_top[1].written_sha
+    return sha
+
+
+def stacked_on(state: State, others: list[State]) -> list[str]:
+    """The other applied patchsets that patched a file again after ``state`` did."""
+    mine = {(f.path, f.written_sha) for f in state.files}
+    return sorted({o.patchset for o in others for g in o.files if (g.path, g.original_sha) in mine})
+
+
+def state_problems(dist: Dist, state: State) -> list[str]:
+    """Files that no longer hold the bytes compatkit wrote (or a patchset stacked on top)."""
+    problems = []
+    others = [s for s in states_of(dist) if s.patchset != state.patchset]
+    for f in state.files:
+        data = dist.read(f.path)
+        current = None if data is None else hash_bytes(data)
+        if current == expected_sha(state, f, others):
+            continue
+        if data is None:
+            problems.append(f"{f.path} is missing")
+        elif f.written_sha is None:
+            problems.append(f"{f.path} is back, though {state.patchset} deleted it")
+        elif current == f.original_sha:
+            problems.append(f"{f.path} is back to its original bytes (reinstalled?)")
+        else:
+            problems.append(f"{f.path} was edited after compatkit patched it")
+    return problems
+
+
+class PatchStatus(Value):
+    __slots__ = ("id", "status", "detail", "textual", "startup")
+
+    def __init__(
+        self, id: str, status: Status, detail: str = "", textual: Status | None = None
+    ) -> None:
+        self.id = id
+        self.status = status  # APPLIED, NOT_APPLIED, DRIFTED, EXCLUDED, OUTDATED, NOT_APPLICABLE
+        self.detail = detail
+        self.textual = textual  # not applied: APPLIES, PRESENT or CONFLICT on the files here
+        self.startup: list[dict[str, object]] = []  # what startup_code.touches() says
+
+
+def _drifted_ids(dist: Dist, state: State) -> set[str]:
+    drifted: set[str] = set()
+    others = [s for s in states_of(dist) if s.patchset != state.patchset]
+    for f in state.files:
+        data = dist.read(f.path)
+        if (None if data is None else hash_bytes(data)) != expected_sha(state, f, others):
+            drifted.update(f.patches)
+    return drifted
+
+
+def _uncompilable(contents: dict[str, bytes | None], files: tuple[FileDiff, ...]) -> str | None:
+    """The first patched Python file that no longer compiles (a context match is not enough:
+    a patch can land where upstream already made the same change, and repeat it)."""
+    for fd in files:
+        data = contents.get(fd.path)
+        if fd.path.endswith(".py") and data is not None:
+            try:
+                compile(data, fd.path, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError):
+                return fd.path
+    return None
+
+
+def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
+    """Try every patch on the current files: applies, already present, or conflicts."""
+    paths = {fd.path for p in ps.patches for fd in p.files}
+    contents = {path: dist.read(path) for path in paths}
+    out = []
+    for patch in ps.patches:
+        pairs = [(patch.id, patch.files)]
+        try:
+            result = apply_series(contents, pairs)
+            broken = _uncompilable(result.contents, patch.files)
+            if broken:
+                detail = f"conflict: applies as text, but {broken} no longer compiles"
+                out.append(PatchStatus(patch.id, Status.NOT_APPLIED, detail, Status.CONFLICT))
+                continue
+            contents = result.contents
+            moved = [o for offs in result.offsets[patch.id].values() for o in offs if o]
+            detail = f"applies, offset {moved[0]:+d}" if moved else "applies cleanly"
+            textual = Status.APPLIES
+        except SeriesConflict as exc:
+            try:
+                apply_series(contents, pairs, reverse=True)
+                detail, textual = "its change is already present", Status.PRESENT
+            except SeriesConflict:
+                detail, textual = f"conflict: {exc.mismatch.message}", Status.CONFLICT
+        out.append(PatchStatus(patch.id, Status.NOT_APPLIED, detail, textual))
+    return out
+
+
+def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus]:
+    """Say which patches touch start-up code; one that would apply but is undeclared is
+    refused, as ``apply`` refuses it."""
+    for s, patch in zip(statuses, ps.patches, strict=True):
+        s.startup = startup_code.touches(ps, patch)
+        if not s.startup:
+            continue
+        files = startup_code.files(patch)
+        refused = [startup_code.reason(p, k) for p, k in files if p not in ps.startup_code]
+        if refused and s.status is Status.NOT_APPLIED and s.textual is Status.APPLIES:
+            s.detail = "refused: " + "; ".join(refused)
+        else:
+            s.detail = "; ".join(filter(None, [s.detail, startup_code.marker(ps, patch)]))
+    return statuses
+
+
+def patch_statuses(
+    ps: Patchset, env: Environment, dist: Dist | None, state: State | None
+) -> list[PatchStatus]:
+    return _mark_startup(ps, _statuses(ps, env, dist, state))
+
+
+def _statuses(
+    ps: Patchset, env: Environment, dist: Dist | None, state: State | None
+) -> list[PatchStatus]:
+    if state is None:
+        mismatch = target_problem(ps, dist)
+        problems = [mismatch] if mismatch else requirement_problems(ps, env, dist)
+        if dist is None or problems:
+            return [PatchStatus(p.id, Status.NOT_APPLICABLE, problems[0]) for p in ps.patches]
+        return textual_status(ps, dist)
+    assert dist is not None
+    drifted = _drifted_ids(dist, state)
+    outdated = state.digest != ps.digest
+    out = []
+    for patch in ps.patches:
+        if patch.id in state.excluded:
+            out.append(PatchStatus(patch.id, Status.EXCLUDED, "left out with --exclude"))
+        elif patch.id not in state.applied:
+            out.append(PatchStatus(patch.id, Status.NOT_APPLIED, "not in the applied version"))
+        elif patch.id in drifted:
+            out.append(PatchStatus(patch.id, Status.DRIFTED, "a file changed after the apply"))
+        elif outdated:
+            again = "build the wheel again" if state.built_in else "re-run apply"
+            detail = f"{'built in' if state.built_in else 'applied'} {state.version}; {again}"
+            out.append(PatchStatus(patch.id, Status.OUTDATED, detail))
+        elif state.built_in:
+            detail = f"by the installed wheel {dist.name} {dist.version}"
+            out.append(PatchStatus(patch.id, Status.BUILT_IN, detail))
+        else:
+            offs = [o for per in state.offsets.get(patch.id, {}).values() for o in per if o]
+            detail = f"offset {offs[0]:+d}" if offs else ""
+            out.append(PatchStatus(patch.id, Status.APPLIED, detail))
+    return out

@@ -1,0 +1,82 @@
+"""The read side of a target distribution, as the planner sees it: a small files interface.
+
+:class:`compatkit.env.plan.Overlay` asks these questions and nothing else, so planning an apply or
+a revert runs the same on the real site-packages (:class:`DiskFiles`) and on a dictionary
+(the in-memory fake of ``tests/test_plan.py``), as pypa/installer tests its core with a fake
+source. Paths are relative to the distribution's root (site-packages), with ``/``.
+
+>>> import pathlib, tempfile
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (root / "m.py").write_bytes(b"x = 1\\n")
+>>> files = DiskFiles(root)
+>>> files.read("m.py"), files.read("gone.py"), files.is_file("m.py"), files.listdir("nope")
+(b'x = 1\\n', None, True, [])
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from compatkit.errors import CompatkitError
+from compatkit.model.paths import quoted, resolve_inside
+
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class Files(Protocol):
+        """What planning reads (see :class:`DiskFiles` for the meaning of each)."""
+
+        def read(self, relpath: str) -> bytes | None: ...
+        def is_file(self, relpath: str) -> bool: ...
+        def lexists(self, relpath: str) -> bool: ...
+        def listdir(self, relpath: str) -> list[str]: ...
+        def mtime_ns(self, relpath: str) -> int: ...
+        def check_inside(self, relpath: str, dirs_ok: set[str]) -> None: ...
+
+
+class DiskFiles:
+    """The files below ``root``, read with plain ``os`` calls (pathlib costs µs per call)."""
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root: Path | str) -> None:
+        self._root = str(root)
+
+    def _full(self, relpath: str) -> str:
+        if relpath.startswith("/") or ".." in relpath.split("/"):
+            raise CompatkitError(f"refused path {quoted(relpath)}: it leaves site-packages")
+        return os.path.join(self._root, relpath)
+
+    def read(self, relpath: str) -> bytes | None:
+        """The bytes at ``relpath``, None if absent; never outside the root."""
+        try:
+            with open(self._full(relpath), "rb") as fh:
+                return fh.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise CompatkitError(f"cannot read {quoted(relpath)}: {reason}") from None
+
+    def is_file(self, relpath: str) -> bool:
+        return os.path.isfile(self._full(relpath))
+
+    def lexists(self, relpath: str) -> bool:
+        """Whether anything (a dangling symlink too) has this name."""
+        return os.path.lexists(self._full(relpath))
+
+    def listdir(self, relpath: str) -> list[str]:
+        """The names in a directory; [] if it is missing or not a directory."""
+        try:
+            return os.listdir(self._full(relpath))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def mtime_ns(self, relpath: str) -> int:
+        return os.stat(self._full(relpath)).st_mtime_ns
+
+    def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
+        """Refuse a path that is not plain, or that passes a symlink or a non-directory."""
+        resolve_inside(Path(self._root), relpath, dirs_ok)

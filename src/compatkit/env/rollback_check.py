@@ -1,0 +1,124 @@
+"""What the disk must look like before a recovery may write (reads only).
+
+A journal that parsed (:mod:`compatkit.env.journal`) is still only a claim. Before the rollback
+writes a byte, every path it names must:
+
+- resolve inside the site-packages root through real directories, never a symlink
+  (:func:`compatkit.model.paths.resolve_inside`), and end at a regular file or at nothing;
+- belong to the distribution: compatkit's own files in its ``.dist-info``, a file RECORD
+  lists (now, or as the journal saved it), a file inside one of its top-level packages (new
+  files, moved bytecode), or a root start-up file (a declared ``.pth``) the journal created;
+- be in the state the interrupted transaction can have left it in: a file holds its
+  "before" or its "after" bytes (atomic replace: nothing in between); a rename either
+  happened or did not.
+
+Anything else means the journal or the files were changed after the crash: the journal is
+refused whole (the caller raises) and nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+
+from compatkit.env.journal import Entry, sha256
+from compatkit.env.ownership import Ownership
+from compatkit.env.target import Dist
+from compatkit.errors import CompatkitError
+from compatkit.model import startup_code
+from compatkit.model.paths import resolve_inside
+from compatkit.model.records import Record
+
+
+def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
+    """Every reason the rollback of ``entries`` must not run (empty: it may)."""
+    return path_problems(dist, entries) or _state_problems(dist, entries)
+
+
+def _ownership(dist: Dist, entries: list[Entry]) -> Ownership | str:
+    raw_record = _read(dist, dist.record_relpath)
+    if not isinstance(raw_record, bytes):
+        return f"{dist.name} {dist.version} has no readable RECORD"
+    owned = Record.parse(raw_record).paths()
+    # ... and as it was when the transaction began (a revert may have written the new RECORD
+    # already; its saved bytes are hash-checked by compatkit.env.journal)
+    saved = next((e.before for e in entries if e.path == dist.record_relpath), None)
+    if saved is not None:
+        owned |= Record.parse(saved).paths()
+    # folders this transaction creates do not count as someone else's existing folders
+    made = {
+        "/".join(e.path.split("/")[:i])
+        for e in entries
+        if e.move_to is None and e.before is None
+        for i in range(1, e.path.count("/") + 1)
+    }
+
+    def exists(folder: str) -> bool:
+        return folder not in made and dist.files.lexists(folder)
+
+    return Ownership(owned, dist.dist_info.name, exists, dist.name)
+
+
+def path_problems(dist: Dist, entries: list[Entry]) -> list[str]:
+    """Every path of ``entries`` that is not inside the root through real directories, or
+    not the distribution's (:mod:`compatkit.env.ownership`; a root start-up file, a declared
+    ``.pth``, that the transaction creates is allowed). Checked before a transaction writes
+    (:func:`compatkit.env.txn.commit`) and before a rollback does."""
+    own = _ownership(dist, entries)
+    if isinstance(own, str):
+        return [own]
+    problems: list[str] = []
+    dirs_ok: set[str] = set()
+    info = dist.dist_info.name
+    for entry in entries:
+        for path in (entry.path, entry.move_to):
+            if path is None:
+                continue
+            try:
+                resolve_inside(dist.root, path, dirs_ok, own_metadata=info, replace_last=True)
+            except CompatkitError as exc:
+                problems.append(exc.message)
+                continue
+            created = entry.move_to is None and entry.before is None
+            if created and "/" not in path and startup_code.is_startup_path(path):
+                continue
+            why = own.problem(path)
+            if why:
+                problems.append(why)
+    return problems
+
+
+def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:
+    problems: list[str] = []
+    moved_in = {e.move_to: e.path for e in entries if e.move_to is not None}
+    for entry in entries:
+        if entry.move_to is not None:
+            source, dest = _exists(dist, entry.path), _exists(dist, entry.move_to)
+            if not source and not dest:
+                problems.append(f"{entry.path} and its new name {entry.move_to} are both gone")
+            continue
+        mover = moved_in.get(entry.path)
+        if mover is not None and not _exists(dist, mover):
+            continue  # a rename put another file here after this entry cleared the name
+        now = _read(dist, entry.path)
+        if isinstance(now, str):
+            problems.append(now)
+            continue
+        now_sha = None if now is None else sha256(now)
+        if now_sha not in (entry.before_sha, entry.after_sha):
+            problems.append(
+                f"{entry.path} holds neither its saved bytes nor the ones the interrupted "
+                "run wrote: it was changed after the crash"
+            )
+    return problems
+
+
+def _exists(dist: Dist, relpath: str) -> bool:
+    return os.path.lexists(os.path.join(dist.root, relpath))
+
+
+def _read(dist: Dist, relpath: str) -> bytes | str | None:
+    """The bytes at ``relpath`` (None: absent), or a problem line (str) if unreadable."""
+    try:
+        return dist.read(relpath)
+    except CompatkitError as exc:
+        return exc.message

@@ -1,0 +1,103 @@
+"""A small start-up cache: parsed TOML tables and ``--python`` probe results (marshal).
+
+Both cost more than the rest of a read-only command: importing ``tomllib`` ≈ 12 ms (it pulls
+in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈ 25 ms (a second
+Python start-up). See docs/benchmarks.md, P1 and P2.
+
+Entries live under ``$COMPATKIT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/compatkit``, else
+``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML, diffs) or a hash of
+everything that could change the answer (probe: the interpreter's path, its symlink and binary
+``stat``, ``pyvenv.cfg``, the kernel), so an entry is never stale; a missing, unreadable or
+corrupt one just means doing the work again. Entries are ``marshal`` data (marshal is built in,
+where ``json`` costs ≈ 1.5 ms to import, and reads faster); values it cannot hold exactly (dates,
+NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an unwritable home directory
+turns it off silently.
+
+Nothing cached decides an outcome: :mod:`compatkit.load.cachedir` serves an entry only from a folder
+the user owns and nobody else can write, and only with a valid MAC under the user's own secret,
+so an entry is exactly what this user's compatkit computed from the same input (docs/security.md,
+"The cache").
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from pathlib import Path
+
+from compatkit.digest import sha256
+
+
+def base_dir() -> Path:
+    """compatkit's cache folder (downloaded wheels live here too, see compatkit.delivery.wheels)."""
+    explicit = os.environ.get("COMPATKIT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "compatkit"
+
+
+def cache_dir() -> Path | None:
+    """Where start-up entries go; None when COMPATKIT_NO_CACHE is set."""
+    return None if os.environ.get("COMPATKIT_NO_CACHE") else base_dir()
+
+
+def entry(kind: str, key: bytes) -> Path | None:
+    folder = cache_dir()
+    return None if folder is None else folder / kind / f"{sha256(key).hexdigest()}.bin"
+
+
+def load(path: Path | None) -> dict[str, object] | None:
+    """The entry's table, or None: missing, unreadable, not ours, cut short or corrupt."""
+    if path is None:
+        return None
+    from compatkit.load import cachedir
+
+    raw = cachedir.read(str(path.parent.parent), path.parent.name, path.name)
+    if raw is None:
+        return None
+    try:
+        if sys.version_info >= (3, 13):  # entries hold plain data: never a code object
+            cached = marshal.loads(raw, allow_code=False)
+        else:
+            cached = marshal.loads(raw)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return cached if isinstance(cached, dict) else None
+
+
+def store(path: Path | None, data: dict[str, object]) -> None:
+    if path is None:
+        return
+    try:
+        blob = marshal.dumps(data, 4)
+        if marshal.loads(blob) != data:
+            return  # NaN: not equal to itself, so never served
+    except ValueError:
+        return  # dates and times: not marshal types
+    from compatkit.load import cachedir
+
+    cachedir.write(str(path.parent.parent), path.parent.name, path.name, blob)
+
+
+def toml_loads(raw: bytes) -> dict[str, object]:
+    """``tomllib.loads(raw.decode())``, from the cache when this exact content was seen.
+
+    Raises UnicodeDecodeError or tomllib.TOMLDecodeError (both ValueErrors) as tomllib would.
+    """
+    path = entry("toml", raw)
+    cached = load(path)
+    if cached is not None:
+        return cached
+    data = _parse_toml(raw)
+    store(path, data)
+    return data
+
+
+def _parse_toml(raw: bytes) -> dict[str, object]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads(raw.decode("utf-8"))
