@@ -1,5 +1,5 @@
-"""The package's shape: no import cycles in src/compatkit, and docs/architecture.md names every
-module and subpackage.
+"""The package's shape: no import cycles in src/compatkit, every import goes down the layers
+(docs/architecture.md's table), and docs/architecture.md names every module and subpackage.
 
 Every import counts as an edge of the graph: at module level, inside a function (the lazy
 imports that keep start-up fast still run, only later: a cycle through one is a cycle, and it
@@ -169,6 +169,55 @@ def test_type_checking_imports_count_and_a_tree_has_no_cycle(tmp_path: Path) -> 
     assert [c[:-1] for c in cycles(import_graph(src, "pkg"))] == [["pkg.a", "pkg.b", "pkg.c"]]
     (src / "pkg" / "c.py").write_text("thing = 1\n")
     assert cycles(import_graph(src, "pkg")) == []
+
+
+# --- layers ---------------------------------------------------------------------------------
+
+# The folders of src/compatkit, lowest first (docs/architecture.md's table): a module imports
+# only from its own layer and the layers below. "" is the top level's plain modules.
+LAYERS = ("", "model", "engine", "load", "env", "delivery", "runtime", "ops", "integrations", "cli")
+ENTRY_POINTS = {"__main__", "ray_plugin"}  # may import anything: they are names, not layers
+
+
+def layer_of(module: str, package: str) -> int | None:
+    """The rank of ``module``'s layer; None for an entry point or the package itself."""
+    parts = module.split(".")[1:]
+    if not parts or (len(parts) == 1 and parts[0] in ENTRY_POINTS):
+        return None
+    folder = parts[0] if len(parts) > 1 or parts[0] in LAYERS else ""
+    assert folder in LAYERS, f"{module}: its folder {folder!r} is not a layer of {package}"
+    return LAYERS.index(folder)
+
+
+def upward_imports(graph: Graph, package: str) -> list[str]:
+    """Every import of a module from a higher layer than the importer's, with its line."""
+    found = []
+    for importer, edges in sorted(graph.items()):
+        here = layer_of(importer, package)
+        for imported, line in sorted(edges.items()):
+            there = layer_of(imported, package)
+            if here is not None and there is not None and there > here:
+                found.append(f"{importer} (line {line}) imports {imported}")
+    return found
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    graph = import_graph(SRC, "compatkit")
+    assert "compatkit.model.diffparse" in graph["compatkit.model.patchset"]
+    found = upward_imports(graph, "compatkit")
+    assert not found, "imports from a higher layer:\n" + "\n".join(found)
+
+
+def test_an_upward_lazy_import_is_found(tmp_path: Path) -> None:
+    files = {
+        "model/__init__.py": "",
+        "model/patchset.py": "def f():\n    from pkg.load import cache\n",
+        "load/__init__.py": "",
+        "load/cache.py": "from pkg.model import patchset\nfrom pkg import errors\n",
+        "errors.py": "",
+    }
+    graph = import_graph(_package(tmp_path, files), "pkg")
+    assert upward_imports(graph, "pkg") == ["pkg.model.patchset (line 2) imports pkg.load.cache"]
 
 
 # --- docs/architecture.md -------------------------------------------------------------------
