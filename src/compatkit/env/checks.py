@@ -132,12 +132,6 @@ def expected_sha(state: State, f: FileState, others: list[State]) -> str | None:
     return sha
 
 
-def stacked_on(state: State, others: list[State]) -> list[str]:
-    """The other applied patchsets that patched a file again after ``state`` did."""
-    mine = {(f.path, f.written_sha) for f in state.files}
-    return sorted({o.patchset for o in others for g in o.files if (g.path, g.original_sha) in mine})
-
-
 def state_problems(dist: Dist, state: State) -> list[str]:
     """Files that no longer hold the bytes compatkit wrote (or a patchset stacked on top)."""
     problems = []

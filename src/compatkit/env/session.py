@@ -1,11 +1,13 @@
-"""The one way in to a target distribution: lock, recover, read state, plan, commit.
+"""The one way in to a target distribution: open, load, plan, write.
 
-Every operation that reads or writes compatkit's state opens a session on the distribution::
+Every operation that reads or writes compatkit's state opens a session on the distribution,
+and its data goes down the layers and back once, one step each::
 
-    with Session.open(dist) as s:      # exclusive lock; an interrupted run rolled back
-        state = s.state("speculators-vllm016")
+    with Session.open(dist) as s:      # open: exclusive lock; an interrupted run rolled back
+        state = s.state("speculators-vllm016")   # load: each state file read once
         ov = s.overlay()               # plan on it (compatkit.env.plan) ...
-        s.commit(ov.changes())         # ... then one journaled transaction (compatkit.env.txn)
+        s.commit(ov.changes())         # write: one journaled transaction (compatkit.env.txn)
+    # report: the operation builds its result from what it loaded and planned
 
 so the lock → recover → load-state sequence exists once, and planning reads the target
 only through ``dist.files`` (:mod:`compatkit.env.files`).
@@ -19,7 +21,7 @@ from collections.abc import Iterator, Sequence
 
 from compatkit.env.disk import JOURNAL
 from compatkit.env.lock import locked
-from compatkit.env.state import State, load_state
+from compatkit.env.state import State, load_state, state_names
 from compatkit.env.target import Dist
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
@@ -29,11 +31,12 @@ if TYPE_CHECKING:
 
 
 class Session:
-    __slots__ = ("dist", "recovered")
+    __slots__ = ("dist", "recovered", "_states")
 
     def __init__(self, dist: Dist, recovered: bool) -> None:
         self.dist = dist
         self.recovered = recovered  # an interrupted run's changes were rolled back first
+        self._states: dict[str, State | None] = {}  # loaded under this session's lock
 
     @classmethod
     @contextlib.contextmanager
@@ -43,7 +46,15 @@ class Session:
             yield cls(dist, _recover(dist) if exclusive else False)
 
     def state(self, patchset: str) -> State | None:
-        return load_state(self.dist, patchset)
+        """``patchset``'s state here (None: not applied), read once per session."""
+        if patchset not in self._states:
+            self._states[patchset] = load_state(self.dist, patchset)
+        return self._states[patchset]
+
+    def others(self, patchset: str) -> list[State]:
+        """The states of every other patchset applied to this distribution, by name."""
+        names = [n for n in state_names(self.dist) if n != patchset]
+        return [s for s in map(self.state, names) if s is not None]
 
     def overlay(self) -> Overlay:
         from compatkit.env.plan import Overlay  # not on the read-only commands' path (P1)

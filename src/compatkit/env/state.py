@@ -218,9 +218,19 @@ def _state_folders(base: str) -> list[str]:
     return [os.path.join(base, info, STATE_DIR) for info in infos]
 
 
+def state_names(dist: Dist) -> list[str]:
+    """The patchsets with a state file in ``dist``'s metadata, sorted."""
+    return _state_names(str(dist.dist_info / STATE_DIR))
+
+
 def states_of(dist: Dist) -> list[State]:
-    names = _state_names(str(dist.dist_info / STATE_DIR))
-    return [s for s in (load_state(dist, n) for n in names) if s is not None]
+    return [s for s in (load_state(dist, n) for n in state_names(dist)) if s is not None]
+
+
+def stacked_on(state: State, others: list[State]) -> list[str]:
+    """The other applied patchsets that patched a file again after ``state`` did."""
+    mine = {(f.path, f.written_sha) for f in state.files}
+    return sorted({o.patchset for o in others for g in o.files if (g.path, g.original_sha) in mine})
 
 
 def find_applied(env: Environment, patchset: str) -> Dist | None:

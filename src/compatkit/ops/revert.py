@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from compatkit.env.checks import stacked_on
 from compatkit.env.plan import plan_revert
 from compatkit.env.session import Session
-from compatkit.env.state import State, states_of
+from compatkit.env.state import State, stacked_on
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
 from compatkit.ops.verify import locate
 from compatkit.value import Value
+
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
+if TYPE_CHECKING:
+    from compatkit.env.txn import Change
 
 
 class RevertResult(Value):
@@ -36,6 +39,7 @@ def built_in_refusal(name: str, dist: Dist, verb: str) -> str:
 def revert_patchset(
     registry: Registry, env: Environment, name: str, force: bool = False
 ) -> RevertResult:
+    """Open, load, plan, write, report: each one step (compatkit.env.session)."""
     dist = locate(registry, env, name)
     if dist is None:
         return RevertResult(None, None)
@@ -43,23 +47,29 @@ def revert_patchset(
         state = s.state(name)
         if state is None:
             return RevertResult(dist, None, s.recovered)
-        if state.built_in:
-            raise CompatkitError(built_in_refusal(name, dist, "revert"))
-        above = stacked_on(state, [o for o in states_of(dist) if o.patchset != name])
-        if above:
-            raise CompatkitError(
-                f"cannot revert {name}: {', '.join(above)} patched the same files on top of it; "
-                f"revert {', '.join(above)} first"
-            )
-        ov = s.overlay()
-        problems = plan_revert(ov, state, force)
-        if problems and not force:
-            raise CompatkitError(
-                f"refusing to revert {name}: files changed since the apply (revert --force "
-                "restores the originals anyway, losing those changes)",
-                problems,
-            )
-        if problems:
-            raise CompatkitError(f"cannot revert {name}", problems)
-        s.commit(ov.changes())
+        s.commit(_plan(s, state, force))
     return RevertResult(dist, state, s.recovered)
+
+
+def _plan(s: Session, state: State, force: bool) -> list[Change]:
+    """Every original byte back, or the refusal that says why not (nothing written)."""
+    name, dist = state.patchset, s.dist
+    if state.built_in:
+        raise CompatkitError(built_in_refusal(name, dist, "revert"))
+    above = stacked_on(state, s.others(name))
+    if above:
+        raise CompatkitError(
+            f"cannot revert {name}: {', '.join(above)} patched the same files on top of it; "
+            f"revert {', '.join(above)} first"
+        )
+    ov = s.overlay()
+    problems = plan_revert(ov, state, force)
+    if problems and not force:
+        raise CompatkitError(
+            f"refusing to revert {name}: files changed since the apply (revert --force "
+            "restores the originals anyway, losing those changes)",
+            problems,
+        )
+    if problems:
+        raise CompatkitError(f"cannot revert {name}", problems)
+    return ov.changes()
