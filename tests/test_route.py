@@ -33,7 +33,7 @@ def test_revert_goes_down_once_and_comes_back(demo: Demo) -> None:
     assert getattr(result, "state", None) is not None
     shown = route.shown()
     assert len(route.climbs) <= 4, shown
-    assert len(route.modules) <= 13, shown
+    assert len(route.modules) <= 12, shown
     first = {m: entries.index(m) for m in reversed(entries)}
     steps = ["compatkit.env.lock", "compatkit.env.plan", "compatkit.env.txn"]
     assert [first[m] for m in steps] == sorted(first[m] for m in steps), shown

@@ -21,13 +21,14 @@ from collections.abc import Iterator, Sequence
 
 from compatkit.env.disk import JOURNAL
 from compatkit.env.lock import locked
-from compatkit.env.state import State, load_state, state_names
-from compatkit.env.target import Dist
+from compatkit.env.state import State, find_applied, load_state, state_names
+from compatkit.env.target import Dist, Environment
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from compatkit.env import txn
     from compatkit.env.plan import Overlay
+    from compatkit.load.registry import Registry
 
 
 class Session:
@@ -65,6 +66,15 @@ class Session:
         from compatkit.env import txn
 
         txn.commit(self.dist, changes)
+
+
+def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
+    """The distribution a session on ``name`` opens: the one holding its state, else the one
+    the patchset targets (None: not installed)."""
+    dist = find_applied(env, name)
+    if dist is None:
+        dist = env.find(registry.get(name).distribution)
+    return dist
 
 
 def _recover(dist: Dist) -> bool:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from compatkit.env import derive
 from compatkit.env.checks import constraint_problems, state_problems
-from compatkit.env.session import Session
-from compatkit.env.state import find_applied, states_of
+from compatkit.env.session import Session, locate
+from compatkit.env.state import states_of
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
@@ -20,14 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from compatkit.load.config import ProjectConfig
     from compatkit.ops.select import Selection
-
-
-def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
-    """The distribution holding ``name``'s state, else the one the patchset targets."""
-    dist = find_applied(env, name)
-    if dist is None:
-        dist = env.find(registry.get(name).distribution)
-    return dist
 
 
 def problems(registry: Registry, env: Environment, name: str) -> list[str]:
