@@ -19,9 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compatkit.env import journal, txn
+from compatkit.env import txn
 from compatkit.env.target import Dist
 from compatkit.errors import CompatkitError
+from compatkit.model import journal
 from conftest import Demo
 from reliability import FULL, FUZZ_EXAMPLES, CrashTarget, report, snapshot
 

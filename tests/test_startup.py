@@ -69,7 +69,7 @@ sys.exit(code)
 # holds the lock; txn's rollback is imported only when a journal is there).
 WRITING = (
     "compatkit.env.txn",
-    "compatkit.env.journal",
+    "compatkit.model.journal",
     "compatkit.env.rollback_check",
     "compatkit.atomic",
 )

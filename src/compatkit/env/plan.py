@@ -9,7 +9,6 @@ one on the same overlay, so both land in one transaction.
 from __future__ import annotations
 
 from compatkit.engine.hunks import SeriesConflict, SeriesResult, apply_series
-from compatkit.env.ownership import Ownership
 from compatkit.env.state import (
     FileState,
     PycState,
@@ -22,6 +21,7 @@ from compatkit.env.target import Dist
 from compatkit.env.txn import Change
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model import startup_code
+from compatkit.model.ownership import Ownership
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.records import Record, Row, hash_bytes, row_for
 

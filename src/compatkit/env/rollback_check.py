@@ -1,6 +1,6 @@
 """What the disk must look like before a recovery may write (reads only).
 
-A journal that parsed (:mod:`compatkit.env.journal`) is still only a claim. Before the rollback
+A journal that parsed (:mod:`compatkit.model.journal`) is still only a claim. Before the rollback
 writes a byte, every path it names must:
 
 - resolve inside the site-packages root through real directories, never a symlink
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import os
 
-from compatkit.env.journal import Entry, sha256
-from compatkit.env.ownership import Ownership
 from compatkit.env.target import Dist
 from compatkit.errors import CompatkitError
 from compatkit.model import startup_code
+from compatkit.model.journal import Entry, sha256
+from compatkit.model.ownership import Ownership
 from compatkit.model.paths import resolve_inside
 from compatkit.model.records import Record
 
@@ -40,7 +40,7 @@ def _ownership(dist: Dist, entries: list[Entry]) -> Ownership | str:
         return f"{dist.name} {dist.version} has no readable RECORD"
     owned = Record.parse(raw_record).paths()
     # ... and as it was when the transaction began (a revert may have written the new RECORD
-    # already; its saved bytes are hash-checked by compatkit.env.journal)
+    # already; its saved bytes are hash-checked by compatkit.model.journal)
     saved = next((e.before for e in entries if e.path == dist.record_relpath), None)
     if saved is not None:
         owned |= Record.parse(saved).paths()
@@ -60,7 +60,7 @@ def _ownership(dist: Dist, entries: list[Entry]) -> Ownership | str:
 
 def path_problems(dist: Dist, entries: list[Entry]) -> list[str]:
     """Every path of ``entries`` that is not inside the root through real directories, or
-    not the distribution's (:mod:`compatkit.env.ownership`; a root start-up file, a declared
+    not the distribution's (:mod:`compatkit.model.ownership`; a root start-up file, a declared
     ``.pth``, that the transaction creates is allowed). Checked before a transaction writes
     (:func:`compatkit.env.txn.commit`) and before a rollback does."""
     own = _ownership(dist, entries)

@@ -34,7 +34,7 @@ from compatkit.value import Value
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
-    from compatkit.env import journal
+    from compatkit.model import journal
 
 # compatkit.atomic, .journal and .rollback_check are imported where a write or a recovery
 # needs them: read-only commands with no journal left never do (start-up time, P1)
@@ -107,9 +107,10 @@ def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int])
 
     ``modes`` gets the permission bits of every file that exists, for the writes to keep.
     Each entry also carries the SHA-256 of its saved and of its new bytes, so a recovery can
-    check both the journal and the disk before it writes (see :mod:`compatkit.env.journal`).
+    check both the journal and the disk before it writes (see :mod:`compatkit.model.journal`).
     """
-    from compatkit.env import journal, rollback_check
+    from compatkit.env import rollback_check
+    from compatkit.model import journal
 
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
     _rmtree(tmp)
@@ -268,7 +269,8 @@ def _stuck(dist: Dist, folder: Path, exc: OSError, first: str = "") -> Compatkit
 def _rollback(dist: Dist, folder: Path) -> None:
     """Check the journal and the disk, then restore every journaled file (or write nothing)."""
     from compatkit import atomic
-    from compatkit.env import journal, rollback_check
+    from compatkit.env import rollback_check
+    from compatkit.model import journal
 
     entries = _load_journal(dist, folder)
     problems = rollback_check.disk_problems(dist, entries)
@@ -302,7 +304,7 @@ def _rollback(dist: Dist, folder: Path) -> None:
 
 def _load_journal(dist: Dist, folder: Path) -> list[journal.Entry]:
     """The journal's entries; it is a real folder of two regular files (no symlinks)."""
-    from compatkit.env import journal
+    from compatkit.model import journal
 
     if not stat.S_ISDIR(os.lstat(folder).st_mode):
         raise journal.JournalError("it is not a folder (a symlink?)")
@@ -320,14 +322,14 @@ def _load_journal(dist: Dist, folder: Path) -> list[journal.Entry]:
 def recover(dist: Dist) -> bool:
     """Finish or roll back an interrupted transaction. True if there was one to roll back.
 
-    A journal that fails any check (see :mod:`compatkit.env.journal` and
+    A journal that fails any check (see :mod:`compatkit.model.journal` and
     :func:`compatkit.env.rollback_check.disk_problems`) is refused: nothing is written, and every
     command on this distribution stops with one line until ``compatkit recover --discard``.
     """
     folder = _journal_left(dist)
     if folder is None:
         return False
-    from compatkit.env import journal
+    from compatkit.model import journal
 
     try:
         _rollback(dist, folder)

@@ -16,7 +16,7 @@ True
 >>> parse(journal_json.replace(b"pkg/m.py", b"../m.py"), b"x = 1\\n", "pkg-1.0.dist-info")
 Traceback (most recent call last):
 ...
-compatkit.env.journal.JournalError: entry 1: refused path '../m.py': it contains '..'
+compatkit.model.journal.JournalError: entry 1: refused path '../m.py': it contains '..'
 """
 
 from __future__ import annotations
