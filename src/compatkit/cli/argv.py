@@ -2,12 +2,13 @@
 
 Importing argparse costs ≈ 4 ms and pulls in ``gettext`` and ``locale`` (≈ 3 ms more), and
 building the parser another 1-2 ms: a fifth of a read-only command. :func:`parse` reads the
-plain forms of ``status``, ``verify``, ``explain``, ``list``, ``apply``, ``revert`` and
-``recover`` (long options spelled out, ``--opt VALUE`` or ``--opt=VALUE``, positionals
-together) and gives the same namespace argparse would (tests/test_argv.py checks that on
-generated command lines). Anything else, such as ``-h``, an abbreviated or unknown option, a
-value that starts with ``-``, ``--`` or a usage error, returns ``None``: argparse reads it then,
-with its help and its error messages.
+plain forms of the ``fast`` commands of compatkit.cli.table, the table argparse is built from
+too (``status``, ``verify``, ``explain``, ``list``, ``apply``, ``revert``, ``recover``: long
+options spelled out, ``--opt VALUE`` or ``--opt=VALUE``, positionals together), and gives the
+same namespace argparse would (tests/test_argv.py checks that on command lines generated from
+the table). Anything else, such as ``-h``, an abbreviated or unknown option, a value that
+starts with ``-``, ``--`` or a usage error, returns ``None``: argparse reads it then, with its
+help and its error messages.
 
 >>> ns = parse(["--json", "explain", "patch-6"])
 >>> ns.command, ns.query, ns.json, ns.patchset_dir
@@ -21,72 +22,56 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-# option -> (attribute, kind): "flag" (store_true), "value", "path", "append", "append-path"
-GLOBALS = {
-    "--python": ("python", "value"),
-    "--patchset-dir": ("patchset_dir", "append-path"),
-    "--config": ("config", "path"),
-    "--json": ("json", "flag"),
-}
-GLOBAL_DEFAULTS: dict[str, object] = {
-    "python": None,
-    "patchset_dir": [],
-    "config": None,
-    "json": False,
-}
-_RUNTIME = {"--runtime": ("runtime", "path")}
-# command -> (its positional's attribute, (least, most) positionals (-1: any), the
-# positional's default when it takes at most one, its own options)
-COMMANDS: dict[str, tuple[str | None, tuple[int, int], object, dict[str, tuple[str, str]]]] = {
-    "apply": (
-        "patchset",
-        (0, 1),
-        None,
-        {
-            "--exclude": ("exclude", "append"),
-            "--force": ("force", "flag"),
-            "--dry-run": ("dry_run", "flag"),
-        },
-    ),
-    "revert": ("patchset", (1, 1), None, {"--force": ("force", "flag")}),
-    "verify": (
-        "patchset",
-        (0, -1),
-        [],
-        {
-            "--pristine": ("pristine", "value"),
-            "--all": ("all", "flag"),
-            "--allow-empty": ("allow_empty", "flag"),
-            **_RUNTIME,
-        },
-    ),
-    "status": ("patchset", (0, -1), [], dict(_RUNTIME)),
-    "list": (None, (0, 0), None, {}),
-    "explain": ("query", (1, 1), None, {}),
-    "recover": ("distribution", (0, -1), [], {"--discard": ("discard", "flag")}),
-}
-_DEFAULT: dict[str, object] = {
-    "flag": False,
-    "value": None,
-    "path": None,
-    "append": [],
-    "append-path": [],
-}
+from compatkit.cli import table
+
+# (least, most) positional values for argparse's nargs (-1: any)
+_COUNTS = {None: (1, 1), "?": (0, 1), "*": (0, -1), "+": (1, -1)}
 
 
 def parse(argv: list[str]) -> SimpleNamespace | None:
     """argparse's namespace for a plain command line, or None: let argparse read it."""
+    known = _flags(table.GLOBALS)
     before: dict[str, object] = {}
-    at = _options(argv, 0, GLOBALS, before)
-    if at is None or at >= len(argv) or argv[at] not in COMMANDS:
+    at = _options(argv, 0, known, before)
+    if at is None or at >= len(argv):
         return None
-    command = argv[at]
-    positional, (least, most), default, own = COMMANDS[command]
+    command = table.COMMANDS.get(argv[at])
+    if command is None or not command.fast:
+        return None
+    own = tuple(o for o in command.options if o.kind != "positional")
+    positionals = [o for o in command.options if o.kind == "positional"]
     after: dict[str, object] = {}
+    values = _read(argv, at + 1, {**known, **_flags(own)}, after)
+    if values is None or len(positionals) > 1:
+        return None
+    if any(o.kind == "repeat" and o.dest in before and o.dest in after for o in table.GLOBALS):
+        return None  # argparse's subparser replaces the list given before the command
+    if any(o.required and o.dest not in after for o in own):
+        return None
+    ns = SimpleNamespace(**{o.dest: _default(o) for o in (*table.GLOBALS, *own)})
+    ns.command = command.name
+    if positionals and not _place(ns, positionals[0], values):
+        return None
+    if not positionals and values:
+        return None
+    for found in (before, after):
+        for attr, value in found.items():
+            setattr(ns, attr, value)
+    return ns
+
+
+def _flags(options: tuple[table.Option, ...]) -> dict[str, table.Option]:
+    return {flag: o for o in options for flag in o.flags}
+
+
+def _read(
+    argv: list[str], i: int, known: dict[str, table.Option], found: dict[str, object]
+) -> list[str] | None:
+    """The command's options into ``found``, and its positionals: one run of them, or None
+    (argparse's business)."""
     values: list[str] = []
-    i = at + 1
     while i < len(argv):
-        i_next = _options(argv, i, {**GLOBALS, **own}, after)
+        i_next = _options(argv, i, known, found)
         if i_next is None:
             return None
         if i_next < len(argv):  # a run of positionals: argparse takes them in one go
@@ -96,44 +81,40 @@ def parse(argv: list[str]) -> SimpleNamespace | None:
                 values.append(argv[i_next])
                 i_next += 1
         i = i_next
+    return values
+
+
+def _place(ns: SimpleNamespace, positional: table.Option, values: list[str]) -> bool:
+    """Set the positional as argparse would; False when argparse should read the line."""
+    least, most = _COUNTS[positional.nargs]
     if len(values) < least or (most >= 0 and len(values) > most):
-        return None
-    if "patchset_dir" in before and "patchset_dir" in after:
-        return None  # argparse's subparser replaces the list given before the command
-    ns = SimpleNamespace(**{k: _copy(v) for k, v in GLOBAL_DEFAULTS.items()})
-    for attr, kind in own.values():
-        setattr(ns, attr, _copy(_DEFAULT[kind]))
-    ns.command = command
-    if positional is not None:
-        setattr(ns, positional, values if most != 1 else (values[0] if values else default))
-    for found in (before, after):
-        for attr, value in found.items():
-            setattr(ns, attr, value)
-    return ns
+        return False
+    if positional.choices and any(v not in positional.choices for v in values):
+        return False
+    if most == 1:
+        setattr(ns, positional.dest, values[0] if values else positional.default)
+    else:
+        setattr(ns, positional.dest, values)
+    return True
 
 
 def _options(
-    argv: list[str],
-    i: int,
-    known: dict[str, tuple[str, str]],
-    found: dict[str, object],
+    argv: list[str], i: int, known: dict[str, table.Option], found: dict[str, object]
 ) -> int | None:
     """Read options from ``argv[i]`` on into ``found``; the index of the first positional (or
     the end), or None for anything argparse should read."""
     while i < len(argv):
         arg = argv[i]
         if not arg.startswith("-") or arg == "-":
-            if arg == "-":
-                return None
-            return i
-        name, eq, inline = arg.partition("=")
-        if name not in known:
+            return None if arg == "-" else i
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        option = known.get(name)
+        if option is None or option.kind not in ("flag", "value", "repeat"):
             return None
-        attr, kind = known[name]
-        if kind == "flag":
+        if option.kind == "flag":
             if eq:
                 return None
-            found[attr] = True
+            found[option.dest] = True
             i += 1
             continue
         if eq:
@@ -144,16 +125,31 @@ def _options(
                 return None
             value = argv[i + 1]
             i += 2
-        if kind == "path":
-            found[attr] = Path(value)
-        elif kind == "value":
-            found[attr] = value
+        item = _value(option, value)
+        if item is None:
+            return None
+        if option.kind == "repeat":
+            found.setdefault(option.dest, [])
+            found[option.dest].append(item)  # type: ignore[attr-defined]
         else:
-            item: object = Path(value) if kind == "append-path" else value
-            found.setdefault(attr, [])
-            found[attr].append(item)  # type: ignore[attr-defined]
+            found[option.dest] = item
     return i
 
 
-def _copy(value: object) -> object:
-    return list(value) if isinstance(value, list) else value
+def _value(option: table.Option, text: str) -> object:
+    """The value as argparse's type would give it; None: argparse should check it."""
+    if option.choices and text not in option.choices:
+        return None
+    if option.type is None:
+        return text
+    return Path(text) if option.type == "path" else None
+
+
+def _default(option: table.Option) -> object:
+    if isinstance(option.default, list):
+        return list(option.default)
+    if option.kind == "flag":
+        return bool(option.default)
+    if option.type == "path" and isinstance(option.default, str):
+        return Path(option.default)
+    return option.default
