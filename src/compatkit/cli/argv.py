@@ -35,21 +35,25 @@ def parse(argv: list[str]) -> SimpleNamespace | None:
     at = _options(argv, 0, known, before)
     if at is None or at >= len(argv):
         return None
-    command = table.COMMANDS.get(argv[at])
-    if command is None or not command.fast:
+    name = argv[at]
+    command = table.COMMANDS.get(name)
+    if command is None or not command.get("fast"):
         return None
-    own = tuple(o for o in command.options if o.kind != "positional")
-    positionals = [o for o in command.options if o.kind == "positional"]
+    own = tuple(o for o in command["options"] if o["kind"] != "positional")
+    positionals = [o for o in command["options"] if o["kind"] == "positional"]
     after: dict[str, object] = {}
     values = _read(argv, at + 1, {**known, **_flags(own)}, after)
     if values is None or len(positionals) > 1:
         return None
-    if any(o.kind == "repeat" and o.dest in before and o.dest in after for o in table.GLOBALS):
+    if any(
+        o["kind"] == "repeat" and table.dest(o) in before and table.dest(o) in after
+        for o in table.GLOBALS
+    ):
         return None  # argparse's subparser replaces the list given before the command
-    if any(o.required and o.dest not in after for o in own):
+    if any(o.get("required") and table.dest(o) not in after for o in own):
         return None
-    ns = SimpleNamespace(**{o.dest: _default(o) for o in (*table.GLOBALS, *own)})
-    ns.command = command.name
+    ns = SimpleNamespace(**{table.dest(o): _default(o) for o in (*table.GLOBALS, *own)})
+    ns.command = name
     if positionals and not _place(ns, positionals[0], values):
         return None
     if not positionals and values:
@@ -61,7 +65,7 @@ def parse(argv: list[str]) -> SimpleNamespace | None:
 
 
 def _flags(options: tuple[table.Option, ...]) -> dict[str, table.Option]:
-    return {flag: o for o in options for flag in o.flags}
+    return {flag: o for o in options for flag in o["flags"]}
 
 
 def _read(
@@ -86,15 +90,16 @@ def _read(
 
 def _place(ns: SimpleNamespace, positional: table.Option, values: list[str]) -> bool:
     """Set the positional as argparse would; False when argparse should read the line."""
-    least, most = _COUNTS[positional.nargs]
+    least, most = _COUNTS[positional.get("nargs")]
     if len(values) < least or (most >= 0 and len(values) > most):
         return False
-    if positional.choices and any(v not in positional.choices for v in values):
+    choices = positional.get("choices")
+    if choices and any(v not in choices for v in values):
         return False
     if most == 1:
-        setattr(ns, positional.dest, values[0] if values else positional.default)
+        setattr(ns, table.dest(positional), values[0] if values else positional.get("default"))
     else:
-        setattr(ns, positional.dest, values)
+        setattr(ns, table.dest(positional), values)
     return True
 
 
@@ -109,12 +114,13 @@ def _options(
             return None if arg == "-" else i
         name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
         option = known.get(name)
-        if option is None or option.kind not in ("flag", "value", "repeat"):
+        kind = None if option is None else option["kind"]
+        if option is None or kind not in ("flag", "value", "repeat"):
             return None
-        if option.kind == "flag":
+        if kind == "flag":
             if eq:
                 return None
-            found[option.dest] = True
+            found[table.dest(option)] = True
             i += 1
             continue
         if eq:
@@ -128,28 +134,31 @@ def _options(
         item = _value(option, value)
         if item is None:
             return None
-        if option.kind == "repeat":
-            found.setdefault(option.dest, [])
-            found[option.dest].append(item)  # type: ignore[attr-defined]
+        if kind == "repeat":
+            found.setdefault(table.dest(option), [])
+            found[table.dest(option)].append(item)  # type: ignore[attr-defined]
         else:
-            found[option.dest] = item
+            found[table.dest(option)] = item
     return i
 
 
 def _value(option: table.Option, text: str) -> object:
     """The value as argparse's type would give it; None: argparse should check it."""
-    if option.choices and text not in option.choices:
+    choices, kind = option.get("choices"), option.get("type")
+    if choices and text not in choices:
         return None
-    if option.type is None:
+    if kind is None:
         return text
-    return Path(text) if option.type == "path" else None
+    return Path(text) if kind == "path" else None
 
 
 def _default(option: table.Option) -> object:
-    if isinstance(option.default, list):
-        return list(option.default)
-    if option.kind == "flag":
-        return bool(option.default)
-    if option.type == "path" and isinstance(option.default, str):
-        return Path(option.default)
-    return option.default
+    """The option's value when not given, as argparse gives it."""
+    default = option.get("default")
+    if option["kind"] == "repeat":
+        return list(default) if isinstance(default, list) else []
+    if option["kind"] == "flag":
+        return bool(default)
+    if option.get("type") == "path" and isinstance(default, str):
+        return Path(default)
+    return default
