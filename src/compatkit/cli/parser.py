@@ -102,7 +102,7 @@ _SKIPPED = _Skipped()
 def _command_in(argv: Sequence[str]) -> str | None:
     """The subcommand named in ``argv`` (None: unknown, so build every subparser)."""
     # an option before the command that takes a value, or an abbreviation of one (argparse's)
-    takes_value = [f for o in table.GLOBALS if o.kind != "flag" for f in o.flags]
+    takes_value = [f for o in table.GLOBALS if o["kind"] != "flag" for f in o["flags"]]
     skip = False
     for arg in argv:
         if skip:
@@ -121,29 +121,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for option in (*table.TOP, *table.GLOBALS):
         _add_option(parser, option, globally=False)
     cmds = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in table.COMMANDS.values():
-        if only is not None and command.name != only:
+    for name, command in table.COMMANDS.items():
+        if only is not None and name != only:
             # a name argparse knows (for "invalid choice" and its list), but no parser: each
             # ArgumentParser costs ≈ 0.2 ms to build, times every other command (P1)
-            cmds._name_parser_map[command.name] = _SKIPPED  # type: ignore[assignment]
+            cmds._name_parser_map[name] = _SKIPPED  # type: ignore[assignment]
             continue
-        _add_command(parser, cmds, command)
+        _add_command(cmds, name, command)
         parser.command = only  # known: its unrecognized options point at its own --help
     return parser
 
 
 def _add_command(
-    parser: _Parser, cmds: argparse._SubParsersAction[_Parser], command: table.Command
+    cmds: argparse._SubParsersAction[_Parser], name: str, command: table.Command
 ) -> None:
-    if command.hidden:
-        sub = cmds.add_parser(command.name)
+    if command.get("hidden"):
+        sub = cmds.add_parser(name)
     else:
-        sub = cmds.add_parser(command.name, help=command.help, description=command.help)
-    if command.usage is not None:
-        sub.usage = command.usage
+        sub = cmds.add_parser(name, help=command["help"], description=command["help"])
+    if "usage" in command:
+        sub.usage = command["usage"]
     for option in table.GLOBALS:
         _add_option(sub, option, globally=True)
-    for option in command.options:
+    for option in command["options"]:
         _add_option(sub, option)
 
 
@@ -152,39 +152,37 @@ def _add_option(
 ) -> None:
     """One argument as the table states it; ``globally``: a global option after the command
     name, set only when given (it keeps the value given before the name otherwise)."""
-    if option.kind == "version":
-        parser.add_argument(*option.flags, action="version", version=f"compatkit {__version__}")
+    kind, flags = option["kind"], option["flags"]
+    if kind == "version":
+        parser.add_argument(*flags, action="version", version=f"compatkit {__version__}")
         return
-    kwargs: dict[str, Any] = {"help": option.help}
-    if option.kind in _ACTIONS:
-        kwargs["action"] = _ACTIONS[option.kind]
-    for name in ("metavar", "nargs", "const"):
-        if getattr(option, name) is not None:
-            kwargs[name] = getattr(option, name)
-    if option.type is not None:
-        kwargs["type"] = _TYPES[option.type]
-    if option.choices:
-        kwargs["choices"] = list(option.choices)
-    if option.required:
-        kwargs["required"] = True
-    default = _default(option)
-    if globally:
-        default = argparse.SUPPRESS
+    kwargs: dict[str, Any] = {"help": option.get("help")}
+    if kind in _ACTIONS:
+        kwargs["action"] = _ACTIONS[kind]
+    for name in ("metavar", "nargs", "const", "required"):
+        if name in option:
+            kwargs[name] = option[name]
+    if "type" in option:
+        kwargs["type"] = _TYPES[option["type"]]
+    if "choices" in option:
+        kwargs["choices"] = list(option["choices"])
+    default = argparse.SUPPRESS if globally else _default(option)
     if default is not None:
         kwargs["default"] = default
-    if option.kind == "positional":
-        parser.add_argument(option.dest, **kwargs)
+    if kind == "positional":
+        parser.add_argument(table.dest(option), **kwargs)
     else:
-        parser.add_argument(*option.flags, dest=option.dest, **kwargs)
+        parser.add_argument(*flags, dest=table.dest(option), **kwargs)
 
 
 def _default(option: table.Option) -> object:
     """The option's default as argparse wants it: a fresh list, a path as a Path."""
-    if isinstance(option.default, list):
-        return list(option.default)
-    if option.type == "path" and isinstance(option.default, str):
-        return Path(option.default)
-    return option.default
+    default = option.get("default")
+    if option["kind"] == "repeat":
+        return list(default) if isinstance(default, list) else []
+    if option.get("type") == "path" and isinstance(default, str):
+        return Path(default)
+    return default
 
 
 def _seconds(text: str) -> float:
