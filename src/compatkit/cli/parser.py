@@ -1,7 +1,8 @@
 """The full command line, with argparse: help, every command and option, usage errors.
 
-The plain forms of the common commands never get here (compatkit.cli.argv reads them without
-argparse: start-up time, P1); tests/test_argv.py checks the two agree.
+Every command and option comes from compatkit.cli.table. The plain forms of the common commands
+never get here (compatkit.cli.argv reads them from the same table without argparse: start-up
+time, P1); tests/test_argv.py checks the two agree.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from compatkit import __version__
+from compatkit.cli import table
 from compatkit.errors import EXIT_USAGE
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
@@ -90,46 +92,8 @@ def _friendlier(message: str) -> str:
     return f"unknown {noun} {given!r}{hint}; choose from {', '.join(choices)}"
 
 
-def _globals(parser: argparse.ArgumentParser, sub: bool) -> None:
-    """Options accepted before or after the command name."""
-    default = argparse.SUPPRESS if sub else None
-    parser.add_argument(
-        "--python",
-        metavar="PY",
-        default=default,
-        help="target this interpreter's environment (default: compatkit's own)",
-    )
-    parser.add_argument(
-        "--patchset-dir",
-        metavar="DIR",
-        action="append",
-        type=Path,
-        default=default if sub else [],
-        help="also look for patchsets in DIR (repeatable)",
-    )
-    parser.add_argument(
-        "--config",
-        metavar="PYPROJECT",
-        type=Path,
-        default=default,
-        help="the pyproject.toml with [tool.compatkit] (default: the nearest one)",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=default or False,
-        help="print one JSON document on stdout",
-    )
-
-
-def _ignore(*args: Any, **kwargs: Any) -> None:
-    """add_argument of a subcommand that is not being run: its arguments are never built."""
-
-
 class _Skipped:
-    """The stand-in for a subcommand that is not being run."""
-
-    add_argument = staticmethod(_ignore)
+    """The stand-in for a subcommand that is not being run (never parsed with)."""
 
 
 _SKIPPED = _Skipped()
@@ -137,168 +101,88 @@ _SKIPPED = _Skipped()
 
 def _command_in(argv: Sequence[str]) -> str | None:
     """The subcommand named in ``argv`` (None: unknown, so build every subparser)."""
-    from compatkit.cli.argv import GLOBALS  # the global options, and which of them take a value
-
-    takes_value = {name for name, (_, kind) in GLOBALS.items() if kind != "flag"}
+    # an option before the command that takes a value, or an abbreviation of one (argparse's)
+    takes_value = [f for o in table.GLOBALS if o["kind"] != "flag" for f in o["flags"]]
     skip = False
     for arg in argv:
         if skip:
             skip = False
-        elif arg in takes_value:
-            skip = True
+        elif arg.startswith("--") and "=" not in arg and len(arg) > 2:
+            skip = any(flag.startswith(arg) for flag in takes_value)
         elif not arg.startswith("-"):
-            return arg
+            return arg if arg in table.COMMANDS else None
     return None
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The full parser; with ``only``, every other subcommand is a name and a help line."""
+    """The full parser from compatkit.cli.table; with ``only``, every other subcommand is a
+    name and a help line."""
     parser = _Parser(prog="compatkit", description=DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"compatkit {__version__}")
-    _globals(parser, sub=False)
+    for option in (*table.TOP, *table.GLOBALS):
+        _add_option(parser, option, globally=False)
     cmds = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+    for name, command in table.COMMANDS.items():
         if only is not None and name != only:
             # a name argparse knows (for "invalid choice" and its list), but no parser: each
             # ArgumentParser costs ≈ 0.2 ms to build, times every other command (P1)
             cmds._name_parser_map[name] = _SKIPPED  # type: ignore[assignment]
-            return _SKIPPED  # type: ignore[return-value]
-        p = cmds.add_parser(name, help=help_text, description=help_text)
+            continue
+        _add_command(cmds, name, command)
         parser.command = only  # known: its unrecognized options point at its own --help
-        _globals(p, sub=True)
-        return p
-
-    p = add("apply", "apply a patchset to the installed files, all or nothing")
-    p.add_argument("patchset", nargs="?", help="default: the project's [tool.compatkit] set")
-    p.add_argument(
-        "--exclude",
-        metavar="ID",
-        action="append",
-        default=[],
-        help="leave this patch out of the series (repeatable)",
-    )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="apply despite a version mismatch or files that differ from RECORD",
-    )
-    p.add_argument("--dry-run", action="store_true", help="show what would change; write nothing")
-
-    p = add("revert", "restore the original files, byte for byte")
-    p.add_argument("patchset")
-    p.add_argument("--force", action="store_true", help="restore even files edited after apply")
-
-    p = add("verify", "check that patchsets are fully applied and intact")
-    p.add_argument("patchset", nargs="*", help="default: the project's [tool.compatkit] set")
-    p.add_argument(
-        "--pristine",
-        metavar="DIST",
-        nargs="?",
-        const="",
-        help="check a whole distribution against RECORD (with --all: every distribution)",
-    )
-    p.add_argument("--all", action="store_true", help="with --pristine: every distribution")
-    p.add_argument(
-        "--allow-empty",
-        action="store_true",
-        help="exit 0 when there is nothing to verify (default: that is a failure)",
-    )
-    _runtime_option(p)
-
-    p = add("recover", "roll back (or --discard) what an interrupted compatkit run left")
-    p.add_argument("distribution", nargs="*", help="default: every one that holds a journal")
-    p.add_argument("--discard", action="store_true", help="delete the journal, restore nothing")
-
-    p = add("status", "show each patch's state in the target environment")
-    p.add_argument(
-        "patchset",
-        nargs="*",
-        help="the patchsets to show, each patch's state (default: every known patchset)",
-    )
-    _runtime_option(p)
-
-    add("list", "list the known patchsets")
-
-    p = add("explain", "tell the story of a patch, by id or by a pasted error message")
-    p.add_argument("query", help="a patch id (patch-6, or PATCHSET:patch-6) or error text")
-
-    p = add("smoke", "run the patches' smoke tests with pytest in the target environment")
-    p.add_argument("patchset")
-    p.add_argument(
-        "--patch",
-        metavar="ID",
-        action="append",
-        default=[],
-        help="only this patch's smoke test (repeatable)",
-    )
-    p = add("upstream", "classify each patch against a newer release: upstream or still needed")
-    p.add_argument("patchset")
-    p.add_argument(
-        "--against",
-        metavar="DIST==VERSION",
-        required=True,
-        help="the release to check, e.g. vllm==0.17.1 (installed in a throw-away venv)",
-    )
-    p.add_argument(
-        "--with",
-        dest="with_",
-        metavar="REQ",
-        action="append",
-        default=[],
-        help="also install this into the throw-away environment (repeatable; not with --python)",
-    )
-
-    p = add("constraints", "print a patchset's constraints as a file for pip/uv install -c")
-    p.add_argument("patchset")
-
-    p = add("matrix", "version matrix: run one cell, build the report, list CI jobs")
-    p.add_argument("action", choices=["run", "report", "jobs"])
-    p.add_argument("cell", nargs="?", help="the cell id (for run)")
-    p.add_argument("--matrix", type=Path, default=Path("matrix.toml"), help="the matrix file")
-    p.add_argument(
-        "--results",
-        type=Path,
-        default=Path("build/matrix"),
-        help="where cell results go (and the report is built from)",
-    )
-    p.add_argument("--docs", type=Path, help="report: also write the Markdown here")
-
-    p = add("prove", "show each smoke test fails without its patch and passes with it")
-    p.add_argument("patchset")
-    p.add_argument(
-        "--report", metavar="DIR", type=Path, help="write the table as JSON and Markdown"
-    )
-    _authoring_commands(add)
-    _build_commands(add)
-    _runtime_commands(add)
-    p = add("fleet", "status, verify, apply or revert on every alive node of a Ray cluster")
-    p.add_argument("action", choices=["status", "verify", "apply", "revert"])
-    p.add_argument("patchset", nargs="+")
-    p.add_argument("--address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS)")
-    p.add_argument(
-        "--timeout",
-        metavar="S",
-        type=_seconds,
-        default=600.0,
-        help="wait at most S seconds for every node, above 0 (default: %(default)g)",
-    )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="apply: as apply --force (a version mismatch, files that differ from RECORD)",
-    )
-    p.add_argument(
-        "--keep-going",
-        action="store_true",
-        help="apply: keep it on the nodes it reached when another node fails (default: revert)",
-    )
-    p = add("completion", "print a bash or zsh completion script")
-    p.add_argument("shell", choices=["bash", "zsh"])
-    p = cmds.add_parser("_names")  # hidden: names for shell completion
-    _globals(p, sub=True)
-    p.add_argument("kind", choices=["patchsets", "ids"])
     return parser
+
+
+def _add_command(
+    cmds: argparse._SubParsersAction[_Parser], name: str, command: table.Command
+) -> None:
+    if command.get("hidden"):
+        sub = cmds.add_parser(name)
+    else:
+        sub = cmds.add_parser(name, help=command["help"], description=command["help"])
+    if "usage" in command:
+        sub.usage = command["usage"]
+    for option in table.GLOBALS:
+        _add_option(sub, option, globally=True)
+    for option in command["options"]:
+        _add_option(sub, option)
+
+
+def _add_option(
+    parser: argparse.ArgumentParser, option: table.Option, globally: bool = False
+) -> None:
+    """One argument as the table states it; ``globally``: a global option after the command
+    name, set only when given (it keeps the value given before the name otherwise)."""
+    kind, flags = option["kind"], option["flags"]
+    if kind == "version":
+        parser.add_argument(*flags, action="version", version=f"compatkit {__version__}")
+        return
+    kwargs: dict[str, Any] = {"help": option.get("help")}
+    if kind in _ACTIONS:
+        kwargs["action"] = _ACTIONS[kind]
+    for name in ("metavar", "nargs", "const", "required"):
+        if name in option:
+            kwargs[name] = option[name]
+    if "type" in option:
+        kwargs["type"] = _TYPES[option["type"]]
+    if "choices" in option:
+        kwargs["choices"] = list(option["choices"])
+    default = argparse.SUPPRESS if globally else _default(option)
+    if default is not None:
+        kwargs["default"] = default
+    if kind == "positional":
+        parser.add_argument(table.dest(option), **kwargs)
+    else:
+        parser.add_argument(*flags, dest=table.dest(option), **kwargs)
+
+
+def _default(option: table.Option) -> object:
+    """The option's default as argparse wants it: a fresh list, a path as a Path."""
+    default = option.get("default")
+    if option["kind"] == "repeat":
+        return list(default) if isinstance(default, list) else []
+    if option.get("type") == "path" and isinstance(default, str):
+        return Path(default)
+    return default
 
 
 def _seconds(text: str) -> float:
@@ -312,101 +196,8 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _wheel_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--wheel-dir",
-        metavar="DIR",
-        action="append",
-        type=Path,
-        default=[],
-        help="look for wheels in DIR first (repeatable; also COMPATKIT_WHEEL_DIR)",
-    )
-
-
-def _runtime_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--runtime",
-        metavar="DIR",
-        type=Path,
-        help="check the runtime-mode hook in DIR (compatkit runtime install) instead",
-    )
-
-
-def _runtime_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = add("exec", "run a command with patchsets applied at import time (PATCHSET... -- CMD...)")
-    p.usage = "%(prog)s [-h] [options] PATCHSET [PATCHSET ...] -- COMMAND [ARG ...]"
-    p.add_argument("patchset", nargs="+", help="the patchsets to apply at import time")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="as apply --force: despite a version mismatch or files that differ from RECORD",
-    )
-    p = add("runtime", "install or remove a runtime-mode hook (sitecustomize.py, or --pth)")
-    p.add_argument("action", choices=["install", "uninstall"])
-    p.add_argument("patchset", nargs="*", help="install: the patchsets to apply at import time")
-    p.add_argument("--dir", required=True, type=Path, help="the runtime directory")
-    p.add_argument(
-        "--pth",
-        action="store_true",
-        help="install: start it from a .pth (and PEP 829 .start) file in site-packages",
-    )
-
-
-def _authoring_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = add("diff", "turn hand edits of an installed distribution into a new patch")
-    p.add_argument("distribution")
-    p.add_argument("--patchset", required=True, metavar="NAME", help="patchset to add it to")
-    p.add_argument("--id", required=True, metavar="ID", help="the new patch's id (patch-11)")
-    p.add_argument("--title", metavar="TEXT", help="the new patch's one-line title")
-    _wheel_options(p)
-
-    p = add("lint", "check patchsets: headers, ids, series, smoke tests, and the pristine wheel")
-    p.add_argument("patchset", nargs="*", help="names or directories (default: all)")
-    p.add_argument("--offline", action="store_true", help="skip the checks that need wheels")
-    _wheel_options(p)
-
-    p = add("rebase", "port a patchset to a new upstream version with a three-way merge")
-    p.add_argument("patchset")
-    p.add_argument("--to", required=True, metavar="DIST==VERSION", help="the new target")
-    p.add_argument("--name", metavar="NAME", help="the new patchset's name (default: NAME-VERSION)")
-    p.add_argument("--into", metavar="DIR", type=Path, help="where to write it")
-    _wheel_options(p)
-
-
-def _build_commands(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = add("wheel", "build the target's wheel with a patchset built in (reproducible)")
-    p.add_argument("patchset")
-    p.add_argument(
-        "-o", "--out-dir", metavar="DIR", type=Path, default=Path("dist"), help="default: dist"
-    )
-    p.add_argument("--offline", action="store_true", help="never download the pristine wheel")
-    p.add_argument(
-        "--sha256",
-        metavar="HEX",
-        help="the source wheel's sha256 (what proves it the release when it is not installed)",
-    )
-    p.add_argument(
-        "--force", action="store_true", help="replace an output wheel that has other bytes"
-    )
-    _wheel_options(p)
-
-    p = add("sbom", "write a CycloneDX SBOM of the environment, patches included")
-    p.add_argument(
-        "--format",
-        choices=["cyclonedx"],
-        default="cyclonedx",
-        help="the SBOM format: CycloneDX 1.6 JSON (default: cyclonedx, the only one)",
-    )
-    p.add_argument(
-        "--runtime",
-        dest="runtimes",
-        metavar="DIR",
-        type=Path,
-        action="append",
-        default=[],
-        help="include the patches the runtime folder DIR serves (repeatable)",
-    )
-    p.add_argument("-o", "--output", metavar="FILE", type=Path, help="default: stdout")
+_ACTIONS = {"flag": "store_true", "repeat": "append"}
+_TYPES: dict[str, Callable[[str], object]] = {"path": Path, "seconds": _seconds}
 
 
 def _split_command(argv: list[str], name: str | None) -> tuple[list[str], list[str]]:
