@@ -59,7 +59,7 @@ def _compatkit_boot(root, hook, modules, chain):
         )
         sys.stderr.flush()
         os._exit(1)
-    start(root, modules)
+    start(root, modules, True)  # root and the folders above it: checked just now
     if chain:
         __import__(hook).chain_sitecustomize(os.path.join(root, "sitecustomize.py"))
 """
