@@ -221,6 +221,14 @@ class Folder:
         with os.fdopen(f, "rb") as stream:
             return stream.read()
 
+    def lstat(self, relpath: str) -> os.stat_result:
+        fd, name = self._parent(relpath, make=False)
+        try:
+            return os.lstat(name, dir_fd=fd)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+
     def facts(self, relpath: str, expected: bytes) -> proof.Facts | None:
         """The stat facts that prove ``relpath`` holds ``expected`` (compatkit.runtime.proof)."""
         fd, name = self._parent(relpath, make=False)

@@ -68,8 +68,8 @@ def __getattr__(name: str) -> "Any":  # RuntimeRefusal, PatchedLoader: made on f
 
 
 def _lazy(name: str) -> "Any":
-    if not _made:
-        _made["RuntimeRefusal"], _made["PatchedLoader"] = _refusal(), _loader()
+    if name not in _made:
+        _made[name] = _refusal() if name == "RuntimeRefusal" else _loader()
     return _made[name]
 
 
@@ -136,12 +136,17 @@ def _read(path: str) -> "tuple[bytes, Facts]":
     """The bytes of a runtime folder's file, never through a link, only if trusted; and its
     stat facts once read (a change before or while it was read shows in them)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as f:
-        why = _problem(path, os.fstat(fd))
+    try:  # os.read, not a file object: no isatty or seek calls (3 system calls a file)
+        st = os.fstat(fd)
+        why = _problem(path, st)
         if why:
             raise PermissionError(why)  # a file of the runtime folder this hook will not read
-        data = f.read()
-        return data, _facts(os.fstat(fd))
+        chunks = [os.read(fd, st.st_size + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks), _facts(os.fstat(fd))
+    finally:
+        os.close(fd)
 
 
 def _facts(st: os.stat_result) -> "Facts":

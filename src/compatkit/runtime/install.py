@@ -173,6 +173,7 @@ def _write_pycs(folder: Folder, prep: Prepared, tag: str, hook: str, site: str |
     target reads them (the patched ones: as the hook names them): the target loads them even
     with PYTHONDONTWRITEBYTECODE set (else it compiles the hook at every start, ≈ 5 ms), and
     never runs one for other source (the source's hash is checked first)."""
+    # timestamp pycs, as Python writes them: it need not read and hash the source at each start
     _write_pyc(folder, f"__pycache__/{hook}.{tag}.pyc", HOOK_SOURCE.read_bytes(), f"{hook}.py")
     if site is not None:
         _write_pyc(folder, f"__pycache__/sitecustomize.{tag}.pyc", site.encode(), SITE)
@@ -184,11 +185,19 @@ def _write_pycs(folder: Folder, prep: Prepared, tag: str, hook: str, site: str |
 
 
 def _write_pyc(folder: Folder, relpath: str, source: bytes, filename: str) -> None:
+    """A pyc of ``source``: for a file of the folder (``filename`` relative), the timestamp pyc
+    Python itself writes (its mtime and size, so the file must hold ``source`` already); for a
+    patched source, the checked-hash pyc the hook reads."""
     from importlib.util import MAGIC_NUMBER, source_hash
 
     path = filename if os.path.isabs(filename) else str(folder.root / filename)
     code = compile(source, path, "exec", dont_inherit=True)
-    header = MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
+    if os.path.isabs(filename):
+        header = MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
+    else:
+        st = folder.lstat(filename)
+        stamp = [int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF]
+        header = MAGIC_NUMBER + b"\0\0\0\0" + b"".join(n.to_bytes(4, "little") for n in stamp)
     folder.write(relpath, header + marshal.dumps(code))
 
 
