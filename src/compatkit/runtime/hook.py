@@ -454,10 +454,13 @@ def start(root: str | None = None, modules: "Sequence[str]" = (), walked: bool =
 def chain_sitecustomize(own_file: str) -> None:
     """Run the ``sitecustomize`` that this directory's one shadows (later on sys.path)."""
     own = os.path.dirname(os.path.abspath(own_file))
-    entries = [os.path.abspath(p or os.getcwd()) for p in sys.path]
-    if own not in entries:
+    at = next(  # the first entry that is this folder (most often exactly)
+        (i for i, p in enumerate(sys.path) if p == own or os.path.abspath(p or os.getcwd()) == own),
+        None,
+    )
+    if at is None:
         return
-    rest = sys.path[entries.index(own) + 1 :]
+    rest = sys.path[at + 1 :]
     spec = PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
         return
