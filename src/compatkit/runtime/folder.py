@@ -26,6 +26,7 @@ import stat
 from pathlib import Path
 
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.runtime import proof
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -219,6 +220,27 @@ class Folder:
                 os.close(fd)
         with os.fdopen(f, "rb") as stream:
             return stream.read()
+
+    def lstat(self, relpath: str) -> os.stat_result:
+        fd, name = self._parent(relpath, make=False)
+        try:
+            return os.lstat(name, dir_fd=fd)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+
+    def facts(self, relpath: str, expected: bytes) -> proof.Facts | None:
+        """The stat facts that prove ``relpath`` holds ``expected`` (compatkit.runtime.proof)."""
+        fd, name = self._parent(relpath, make=False)
+        try:
+            f = os.open(name, _FILE, dir_fd=fd)
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+        try:
+            return proof.of_fd(f, expected)
+        finally:
+            os.close(f)
 
     def names(self, relpath: str = "") -> list[str]:
         if not relpath:

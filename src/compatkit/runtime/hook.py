@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
     Entry = dict[str, Any]
+    Facts = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, ino, dev
 
 DATA = "_compatkit_runtime"
 _AGAIN = (
@@ -55,21 +56,42 @@ _AGAIN = (
 _sources: dict[str, bytes] = {}  # filename -> patched source of every patched module loaded
 
 
-class RuntimeRefusal(RuntimeError):
-    """A patched module this hook will not import (the environment changed since prepare).
-
-    Not an ImportError: ``try: import x / except ImportError:`` must not turn it into "x is
-    not installed" and go on without the fix."""
-
-    def __init__(self, message: str, name: str) -> None:
-        super().__init__(message)
-        self.name = name
+# Classes cost ≈ 10-40 µs each to create at every start: the ones only a patched import or a
+# refusal needs are made then, once (:func:`_lazy`); the start makes only the Finder.
+_made: "dict[str, Any]" = {}
 
 
-def _refuse(fullname: str, reason: str) -> RuntimeRefusal:
+def __getattr__(name: str) -> "Any":  # RuntimeRefusal, PatchedLoader: made on first use
+    if name in ("RuntimeRefusal", "PatchedLoader"):
+        return _lazy(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _lazy(name: str) -> "Any":
+    if name not in _made:
+        _made[name] = _refusal() if name == "RuntimeRefusal" else _loader()
+    return _made[name]
+
+
+def _refusal() -> "type[RuntimeError]":
+    class RuntimeRefusal(RuntimeError):
+        """A patched module this hook will not import (the environment changed since
+        prepare). Not an ImportError: ``try: import x / except ImportError:`` must not turn
+        it into "x is not installed" and go on without the fix."""
+
+        def __init__(self, message: str, name: str) -> None:
+            super().__init__(message)
+            self.name = name
+
+    RuntimeRefusal.__qualname__ = "RuntimeRefusal"
+    return RuntimeRefusal
+
+
+def _refuse(fullname: str, reason: str) -> RuntimeError:
     message = f"compatkit runtime: refusing to import {fullname}: {reason}"
     print(message, file=sys.stderr)  # loud even where the caller catches Exception
-    return RuntimeRefusal(message, fullname)
+    refusal: RuntimeError = _lazy("RuntimeRefusal")(message, fullname)
+    return refusal
 
 
 def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> "NoReturn":
@@ -110,23 +132,34 @@ def _problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
     return None
 
 
-class Untrusted(OSError):
-    """A file of the runtime folder that this hook will not read."""
-
-
-def _read(path: str) -> bytes:
-    """The bytes of a runtime folder's file, never through a link, only if trusted."""
+def _read(path: str) -> "tuple[bytes, Facts]":
+    """The bytes of a runtime folder's file, never through a link, only if trusted; and its
+    stat facts once read (a change before or while it was read shows in them)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    with os.fdopen(fd, "rb") as f:
-        why = _problem(path, os.fstat(fd))
+    try:  # os.read, not a file object: no isatty or seek calls (3 system calls a file)
+        st = os.fstat(fd)
+        why = _problem(path, st)
         if why:
-            raise Untrusted(why)
-        return f.read()
+            raise PermissionError(why)  # a file of the runtime folder this hook will not read
+        chunks = [os.read(fd, st.st_size + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks), _facts(os.fstat(fd))
+    finally:
+        os.close(fd)
 
 
-def _read_installed(path: str) -> bytes:
+def _facts(st: os.stat_result) -> "Facts":
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def _unchanged(path: str, facts: "Facts | None", sha: str) -> bool:
+    """``path`` still holds the bytes of SHA-256 ``sha``: proven by the stat facts recorded at
+    install when they are all the same (docs/security.md, "Runtime folders"), else hashed."""
+    if facts is not None and _facts(os.stat(path)) == facts:
+        return True
     with open(path, "rb") as f:
-        return f.read()
+        return _sha256(f.read()) == sha
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -150,7 +183,7 @@ class Finder:
             if fullname == "linecache" and _sources:
                 spec = PathFinder.find_spec(fullname, path)
                 if spec is not None and spec.loader is not None:
-                    spec.loader = _ThenLines(spec.loader)  # type: ignore[assignment]
+                    _then_lines(spec.loader)
                 return spec
             return None
         self._check_guards(fullname, entry)
@@ -164,7 +197,7 @@ class Finder:
             found = "nothing" if where is None else where
             reason = f"it resolves to {found}, not {entry['origin']} ({entry['label']}); {_AGAIN}"
             raise _refuse(fullname, reason)
-        elif _sha256(_read_installed(where)) != entry["original"]:
+        elif not _unchanged(where, entry.get("original_facts"), entry["original"]):
             reason = f"{where} changed since {entry['label']} was prepared for it; {_AGAIN}"
             raise _refuse(fullname, reason)
         if entry["patched"] is None:  # hidden, as intended: not a refusal, so not printed
@@ -186,7 +219,8 @@ class Finder:
         origin = entry["origin"]
         patched = os.path.join(self.compatkit_root, DATA, "src", entry["patched"])
         pyc = os.path.join(self.compatkit_root, DATA, "pycache", _pyc_name(entry))
-        loader = PatchedLoader(fullname, origin, patched, pyc, entry["sha"])
+        loader = _lazy("PatchedLoader")(fullname, origin, patched, pyc, entry["sha"])
+        loader.facts = entry.get("patched_facts")
         spec = ModuleSpec(fullname, loader, origin=origin, is_package=entry["package"])
         if entry["package"]:
             spec.submodule_search_locations = (
@@ -208,35 +242,41 @@ def _pyc_name(entry: "Entry") -> str:
     return f"{stem}.{tag}-ck{entry['sha'][:16]}.pyc"
 
 
-class PatchedLoader(SourceFileLoader):
-    """The installed file's loader, reading the prepared patched source instead of it."""
+def _loader() -> "type[SourceFileLoader]":
+    class PatchedLoader(SourceFileLoader):
+        """The installed file's loader, reading the prepared patched source instead of it."""
 
-    def __init__(self, fullname: str, path: str, patched: str, pyc: str, sha: str) -> None:
-        super().__init__(fullname, path)
-        self.patched, self.pyc, self.sha = patched, pyc, sha
+        facts: "Facts | None" = None  # the patched source's, recorded at install
 
-    def get_data(self, path: str) -> bytes:
-        if path == self.path:
-            try:
-                data = _read(self.patched)
-            except OSError as exc:
-                reason = f"its patched source cannot be read ({exc}); {_AGAIN}"
-                raise _refuse(self.name, reason) from None
-            if _sha256(data) != self.sha:
-                reason = f"{self.patched} is not the patched source compatkit wrote; {_AGAIN}"
-                raise _refuse(self.name, reason)
-            return data
-        return super().get_data(path)
+        def __init__(self, fullname: str, path: str, patched: str, pyc: str, sha: str) -> None:
+            super().__init__(fullname, path)
+            self.patched, self.pyc, self.sha = patched, pyc, sha
 
-    def get_code(self, fullname: str) -> "CodeType":
-        source = self.get_data(self.path)
-        register_lines(self.path, source)
-        code = _load_pyc(self.pyc, source)
-        if code is None:
-            code = self.source_to_code(source, self.path)
-            if not sys.dont_write_bytecode:
-                _store_pyc(self.pyc, source, code)
-        return code
+        def get_data(self, path: str) -> bytes:
+            if path == self.path:
+                try:
+                    data, facts = _read(self.patched)
+                except OSError as exc:
+                    reason = f"its patched source cannot be read ({exc}); {_AGAIN}"
+                    raise _refuse(self.name, reason) from None
+                if facts != self.facts and _sha256(data) != self.sha:
+                    reason = f"{self.patched} is not the patched source compatkit wrote; {_AGAIN}"
+                    raise _refuse(self.name, reason)
+                return data
+            return super().get_data(path)
+
+        def get_code(self, fullname: str) -> "CodeType":
+            source = self.get_data(self.path)
+            register_lines(self.path, source)
+            code = _load_pyc(self.pyc, source)
+            if code is None:
+                code = self.source_to_code(source, self.path)
+                if not sys.dont_write_bytecode:
+                    _store_pyc(self.pyc, source, code)
+            return code
+
+    PatchedLoader.__qualname__ = "PatchedLoader"
+    return PatchedLoader
 
 
 def _pyc_header(source: bytes) -> bytes:
@@ -249,7 +289,7 @@ def _pyc_header(source: bytes) -> bytes:
 def _load_pyc(pyc: str, source: bytes) -> "CodeType | None":
     """The code object in ``pyc`` if it is a checked-hash pyc of exactly ``source``."""
     try:
-        data = _read(pyc)
+        data = _read(pyc)[0]
     except OSError:
         return None
     header = _pyc_header(source)
@@ -334,42 +374,41 @@ def _updatecache(
     return updatecache
 
 
-class _ThenLines:
-    """linecache's own loader, then the patched lines put in the module it made."""
+def _then_lines(loader: "Any") -> None:
+    """linecache's own loader (a new one, for this import), then the patched lines put in
+    the module it made."""
+    run = loader.exec_module
 
-    def __init__(self, loader: "Any") -> None:
-        self.loader = loader
-
-    def create_module(self, spec: ModuleSpec) -> "Any":
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: "Any") -> None:
-        self.loader.exec_module(module)
+    def exec_module(module: "Any") -> None:
+        run(module)
         _fill(module)
 
+    loader.exec_module = exec_module
 
-def _check_root(root: str) -> str | None:
-    """Why the folder ``root`` (or one above it, or its data folder) is not trusted."""
+
+def _check_root(root: str, walked: bool) -> str | None:
+    """Why the folder ``root`` (or one above it, or its data folder) is not trusted; with
+    ``walked``, the start-up code's boot has just checked ``root`` and every folder above it."""
     parts = root.split("/")
-    above = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
+    above = [] if walked else ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
     for path in above:
         why = _problem(path, os.lstat(path), above=True)
         if why:
             return why
-    for path in (root, os.path.join(root, DATA)):
+    for path in [os.path.join(root, DATA)] if walked else [root, os.path.join(root, DATA)]:
         why = _problem(path, os.lstat(path))
         if why:
             return why
     return None
 
 
-def _load_table(root: str, modules: "Sequence[str]") -> "dict[str, Any]":
+def _load_table(root: str, modules: "Sequence[str]", walked: bool) -> "dict[str, Any]":
     """The table, checked: the folder trusted, the format known, every named module in it."""
     try:
-        why = _check_root(root)
+        why = _check_root(root, walked)
         if why:
             _refuse_start(root, why, "use a folder only you can write, and install again")
-        table = marshal.loads(_read(os.path.join(root, DATA, "table.marshal")))
+        table = marshal.loads(_read(os.path.join(root, DATA, "table.marshal"))[0])
         if not isinstance(table, dict) or table.get("format") != 1:
             raise ValueError("not a format-1 table")
         if not isinstance(table["modules"], dict) or not isinstance(table["guards"], dict):
@@ -384,16 +423,18 @@ def _load_table(root: str, modules: "Sequence[str]") -> "dict[str, Any]":
     return table
 
 
-def start(root: str | None = None, modules: "Sequence[str]" = ()) -> None:
+def start(root: str | None = None, modules: "Sequence[str]" = (), walked: bool = False) -> None:
     """Activate the runtime directory ``root`` (default: this file's); a second call is a no-op.
 
     ``modules``: what the start-up code says the table patches (a damaged table lacking one
     refuses the start). Any module of the table already imported refuses the start too: it
-    runs unpatched, and re-importing it cannot reach the references already taken to it."""
+    runs unpatched, and re-importing it cannot reach the references already taken to it.
+    ``walked``: the caller (the start-up code's boot) checked ``root`` and every folder above
+    it an instant ago; only the data folder is left to check."""
     root = os.path.abspath(root or os.path.dirname(__file__))
     if any(getattr(f, "compatkit_root", None) == root for f in sys.meta_path):
         return
-    table = _load_table(root, modules)
+    table = _load_table(root, modules, walked)
     early = sorted(m for m in table["modules"] if m in sys.modules)
     if early:
         why = (
@@ -413,10 +454,13 @@ def start(root: str | None = None, modules: "Sequence[str]" = ()) -> None:
 def chain_sitecustomize(own_file: str) -> None:
     """Run the ``sitecustomize`` that this directory's one shadows (later on sys.path)."""
     own = os.path.dirname(os.path.abspath(own_file))
-    entries = [os.path.abspath(p or os.getcwd()) for p in sys.path]
-    if own not in entries:
+    at = next(  # the first entry that is this folder (most often exactly)
+        (i for i, p in enumerate(sys.path) if p == own or os.path.abspath(p or os.getcwd()) == own),
+        None,
+    )
+    if at is None:
         return
-    rest = sys.path[entries.index(own) + 1 :]
+    rest = sys.path[at + 1 :]
     spec = PathFinder.find_spec("sitecustomize", rest)
     if spec is None or spec.loader is None:
         return

@@ -35,6 +35,7 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import startfiles
 from compatkit.runtime.folder import Folder, check_name
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
+from compatkit.runtime.proof import Facts
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
@@ -50,13 +51,16 @@ def hook_module() -> str:
     return startfiles.HOOK_PREFIX + hashlib.sha256(HOOK_SOURCE.read_bytes()).hexdigest()[:12]
 
 
-def _table(prep: Prepared) -> dict[str, object]:
+def _table(prep: Prepared, facts: dict[str, Facts | None]) -> dict[str, object]:
+    """What the hook reads; ``facts``: each patched source's stat facts (by module)."""
     modules = {
         f.module: {
             "origin": f.origin,
             "original": sha(f.original),
+            "original_facts": f.facts,
             "patched": None if f.patched is None else f"{prep.key}/{f.relpath}",
             "sha": sha(f.patched),
+            "patched_facts": facts.get(f.module),
             "package": f.package,
             "label": ", ".join(f.patches),
             "patchsets": sorted({p.partition(":")[0] for p in f.patches}),
@@ -131,13 +135,15 @@ def write(root: Path, prep: Prepared, pth_site: Path | None = None) -> Path | No
         check_name(ps.name, "patchset name")
     with Folder.create(root) as folder:
         site = _new_site(folder, prep, pth_site is not None)
-        for f in prep.files:
-            if f.patched is not None:
-                folder.write(f"{DATA}/src/{prep.key}/{f.relpath}", f.patched)
+        sources = {f.module: (f"{DATA}/src/{prep.key}/{f.relpath}", f.patched) for f in prep.files}
+        for path, data in sources.values():
+            if data is not None:
+                folder.write(path, data)
         hook = hook_module()
         folder.write(f"{hook}.py", HOOK_SOURCE.read_bytes())
         folder.mkdir("__pycache__")  # Python's own would follow the umask (775 with 002)
-        table = marshal.dumps(_table(prep), 4)
+        facts = {m: folder.facts(p, d) for m, (p, d) in sources.items() if d is not None}
+        table = marshal.dumps(_table(prep, facts), 4)
         folder.write(f"{DATA}/table.marshal", table)
         pth = None if pth_site is None else pth_site / f"{PTH_NAME}.pth"
         manifest = json.dumps(_manifest(prep, pth, table), indent=1) + "\n"
@@ -150,6 +156,8 @@ def write(root: Path, prep: Prepared, pth_site: Path | None = None) -> Path | No
         else:
             folder.write(SITE, site.encode())
         folder.remove(f"__pycache__/sitecustomize.{_tag()}.pyc")
+        if prep.pyc_tag is not None:
+            _write_pycs(folder, prep, prep.pyc_tag, hook, site)
         _drop_stale(folder, prep.key, hook)
     return pth
 
@@ -158,6 +166,39 @@ def _tag() -> str:
     import sys
 
     return sys.implementation.cache_tag or "python"
+
+
+def _write_pycs(folder: Folder, prep: Prepared, tag: str, hook: str, site: str | None) -> None:
+    """Checked-hash pycs of the hook, ``sitecustomize.py`` and the patched sources, where the
+    target reads them (the patched ones: as the hook names them): the target loads them even
+    with PYTHONDONTWRITEBYTECODE set (else it compiles the hook at every start, ≈ 5 ms), and
+    never runs one for other source (the source's hash is checked first)."""
+    # timestamp pycs, as Python writes them: it need not read and hash the source at each start
+    _write_pyc(folder, f"__pycache__/{hook}.{tag}.pyc", HOOK_SOURCE.read_bytes(), f"{hook}.py")
+    if site is not None:
+        _write_pyc(folder, f"__pycache__/sitecustomize.{tag}.pyc", site.encode(), SITE)
+    for f in prep.files:
+        if f.patched is not None:
+            stem = f"{DATA}/pycache/{prep.key}/{f.relpath[: -len('.py')]}"
+            pyc = f"{stem}.{tag}-ck{sha(f.patched)[:16]}.pyc"  # type: ignore[index]
+            _write_pyc(folder, pyc, f.patched, f.origin)
+
+
+def _write_pyc(folder: Folder, relpath: str, source: bytes, filename: str) -> None:
+    """A pyc of ``source``: for a file of the folder (``filename`` relative), the timestamp pyc
+    Python itself writes (its mtime and size, so the file must hold ``source`` already); for a
+    patched source, the checked-hash pyc the hook reads."""
+    from importlib.util import MAGIC_NUMBER, source_hash
+
+    path = filename if os.path.isabs(filename) else str(folder.root / filename)
+    code = compile(source, path, "exec", dont_inherit=True)
+    if os.path.isabs(filename):
+        header = MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
+    else:
+        st = folder.lstat(filename)
+        stamp = [int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF]
+        header = MAGIC_NUMBER + b"\0\0\0\0" + b"".join(n.to_bytes(4, "little") for n in stamp)
+    folder.write(relpath, header + marshal.dumps(code))
 
 
 def _write_pth(pth: Path, root: Path, hook: str, modules: list[str], names: list[str]) -> None:

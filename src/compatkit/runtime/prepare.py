@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 from compatkit.engine.hunks import SeriesConflict, apply_series
@@ -24,6 +25,7 @@ from compatkit.load.registry import Registry
 from compatkit.model import startup_code
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import hash_bytes
+from compatkit.runtime import proof
 from compatkit.runtime.startfiles import BOOT
 from compatkit.value import Value
 
@@ -33,7 +35,7 @@ HOOK_SOURCE = Path(__file__).with_name("hook.py")
 class RuntimeFile(Value):
     """One module file: where it is installed, what it held, what runtime mode serves."""
 
-    __slots__ = ("relpath", "module", "origin", "original", "patched", "patches")
+    __slots__ = ("relpath", "module", "origin", "original", "patched", "patches", "facts")
 
     def __init__(
         self,
@@ -43,9 +45,11 @@ class RuntimeFile(Value):
         original: bytes | None,  # None: a patch creates it
         patched: bytes | None,  # None: a patch deletes it
         patches: tuple[str, ...],  # "patchset:patch-id" of every patch touching it
+        facts: proof.Facts | None = None,  # the installed file's stat facts (compatkit.proof)
     ) -> None:
         self.relpath, self.module, self.origin = relpath, module, origin
         self.original, self.patched, self.patches = original, patched, patches
+        self.facts = facts
 
     @property
     def package(self) -> bool:
@@ -72,10 +76,17 @@ class PreparedSet(Value):
 
 
 class Prepared(Value):
-    __slots__ = ("patchsets", "files", "python")
+    __slots__ = ("patchsets", "files", "python", "pyc_tag")
 
-    def __init__(self, patchsets: list[PreparedSet], files: list[RuntimeFile], python: str) -> None:
+    def __init__(
+        self,
+        patchsets: list[PreparedSet],
+        files: list[RuntimeFile],
+        python: str,
+        pyc_tag: str | None = None,  # the target's cache tag, if our bytecode is its own
+    ) -> None:
         self.patchsets, self.files, self.python = patchsets, files, python
+        self.pyc_tag = pyc_tag
 
     @property
     def key(self) -> str:
@@ -170,17 +181,17 @@ def _patch_dist(dist: Dist, sets: list[Patchset], force: bool) -> list[RuntimeFi
     broken = _uncompilable(result.contents, tuple(fd for _, files in series for fd in files))
     if broken:
         raise CompatkitError(f"{broken} no longer compiles once patched; runtime mode refuses it")
-    return [
-        RuntimeFile(
-            path,
-            module_name(path),
-            os.path.join(str(dist.root), path),
-            originals[path],
-            result.contents[path],
-            tuple(result.touched_by[path]),
+    files = []
+    for path in paths:
+        origin, original = os.path.join(str(dist.root), path), originals[path]
+        facts = None if original is None else proof.of_path(origin, original)
+        patches = tuple(result.touched_by[path])
+        files.append(
+            RuntimeFile(
+                path, module_name(path), origin, original, result.contents[path], patches, facts
+            )
         )
-        for path in paths
-    ]
+    return files
 
 
 def prepare(
@@ -202,7 +213,17 @@ def prepare(
     clash = sorted({f.module for f in files if sum(g.module == f.module for g in files) > 1})
     if clash:
         raise CompatkitError(f"two distributions patch the same module: {', '.join(clash)}")
-    return Prepared(sets, files, env.executable)
+    return Prepared(sets, files, env.executable, _same_bytecode(env))
+
+
+def _same_bytecode(env: Environment) -> str | None:
+    """The target's cache tag if compatkit's interpreter writes the bytecode it reads (the same
+    tag, both final releases: one magic number), so install can write the hook's pycs."""
+    version = env.markers.get("python_full_version", "")
+    ours = (
+        sys.version_info.releaselevel == "final" and env.cache_tag == sys.implementation.cache_tag
+    )
+    return env.cache_tag if ours and version.replace(".", "").isdigit() else None
 
 
 def sha(data: bytes | None) -> str | None:

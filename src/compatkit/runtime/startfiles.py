@@ -30,11 +30,17 @@ LEGACY = "# compatkit runtime hook"  # the first line of a whole-file sitecustom
 BOOT = """\
 def _compatkit_boot(root, hook, modules, chain):
     import os, stat, sys
-    def bad(path, above):
-        st = os.lstat(path)
+    euid = os.geteuid()
+    def bad(path, above, missing=False):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if missing:
+                return None
+            raise
         if stat.S_ISLNK(st.st_mode):
             return path + " is a symbolic link"
-        if st.st_uid not in (0, os.geteuid()):
+        if st.st_uid not in (0, euid):
             return f"{path} is owned by another user (uid {st.st_uid})"
         if st.st_mode & 0o022 and not (above and st.st_mode & stat.S_ISVTX):
             return f"{path} is writable by others"
@@ -43,9 +49,8 @@ def _compatkit_boot(root, hook, modules, chain):
     try:
         parts = root.split("/")
         paths = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
-        cache = os.path.join(root, "__pycache__")
-        below = [root, os.path.join(root, hook + ".py")] + [cache] * os.path.lexists(cache)
-        found = [bad(p, True) for p in paths] + [bad(p, False) for p in below]
+        found = [bad(p, True) for p in paths] + [bad(root, False)]
+        found += [bad(f"{root}/{hook}.py", False), bad(f"{root}/__pycache__", False, True)]
         why = next(filter(None, found), None)
         if why is None:
             start = __import__(hook).start
@@ -59,7 +64,7 @@ def _compatkit_boot(root, hook, modules, chain):
         )
         sys.stderr.flush()
         os._exit(1)
-    start(root, modules)
+    start(root, modules, True)  # root and the folders above it: checked just now
     if chain:
         __import__(hook).chain_sitecustomize(os.path.join(root, "sitecustomize.py"))
 """
