@@ -52,9 +52,15 @@ class Figure:
     reference: float
     target: float | None = None
     note: str = ""
+    paired: float | None = None  # the median of the per-round ratios, where set (see ratio)
 
     @property
     def ratio(self) -> float:
+        """``value / reference``; or, for sides timed in turn, the median of each round's
+        ratio (``paired``): a round's two runs see the same machine, so a slow spell (a VM's
+        page reclaim can slow one start by 50 %) moves both and cancels out."""
+        if self.paired is not None:
+            return self.paired
         return self.value / self.reference if self.reference else float("inf")
 
     def row(self) -> list[str]:

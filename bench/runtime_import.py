@@ -20,8 +20,11 @@ out): a whole process, start-up included, that imports the 100 modules of a gene
 distribution of which one is patched, with the hook (``runtime install``, PYTHONPATH form)
 against the same process without it (the installed, unpatched files): every cost of runtime
 mode at once, the hook's start-up checks, its table, the finder consulted on each import, and
-the one patched module's hash checks (``hashlib``) and source. Warm bytecode on both sides,
-timed interleaved.
+the one patched module's checks and source. The modules have the sizes of the real job's
+(:data:`REAL_SIZES`, measured by bench/module_sizes.py); P7-hundred-pth is the same with the
+``--pth`` form; P7-hundred-tiny is the worst case, 100 modules of 318 bytes, where the hook's
+fixed cost weighs most (reported). Warm bytecode on all sides; the sides run in turn, and a
+figure is the median of each round's ratio.
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from common import ROOT, Figure, Report, interleaved, median_of, timed
+from common import ROOT, Figure, Report, median_of, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 from wheelkit import build_wheel
@@ -122,23 +128,93 @@ def run(report: Report, python: Path) -> None:
     run_hundred(report)
 
 
-def _module(i: int) -> bytes:
-    """A small module, as most of a big stack's are: values, a function, a class."""
+# The source sizes (bytes) of the modules the real job imports: the 100 quantiles of the 4,300
+# .py files that ``import speculators.data_generation.vllm_hidden_states_generator`` loads
+# (speculators 0.3.0, vLLM 0.16.0, torch, transformers), as bench/module_sizes.py prints them
+# (2026-12-05): median 6,170 bytes, mean 16,748. P7-hundred's modules have these sizes.
+# fmt: off
+REAL_SIZES = (
+    0, 0, 43, 87, 131, 208, 269, 321, 369, 415, 483, 531, 578, 625, 684, 753, 804, 869, 941,
+    1021, 1112, 1205, 1279, 1395, 1542, 1624, 1736, 1851, 1928, 2074, 2213, 2361, 2462,
+    2645, 2817, 2998, 3171, 3327, 3550, 3732, 3894, 4162, 4366, 4545, 4753, 4991, 5290,
+    5500, 5730, 5986, 6328, 6620, 6968, 7272, 7633, 7990, 8351, 8761, 9160, 9662, 10122,
+    10372, 10827, 11314, 11675, 12023, 12590, 13201, 13705, 14248, 14918, 15568, 16233,
+    17046, 17821, 18599, 19652, 20783, 21752, 22857, 24091, 25423, 27048, 28777, 30461,
+    32289, 34433, 36681, 39224, 41981, 44713, 47978, 52480, 58137, 64775, 72337, 82036,
+    96712, 120991, 199072,
+)
+# fmt: on
+TINY = 318  # P7-hundred-tiny: every module this small (20 values, a function, a class)
+
+
+def _tiny(i: int) -> bytes:
+    """A module of :data:`TINY` bytes: 20 values, a function, a class."""
     values = "".join(f"value_{j} = {j}\n" for j in range(20))
     return (
         values + f"\n\ndef f{i}(x):\n    return x + value_1\n\n\nclass C{i}:\n    a = 1\n"
     ).encode()
 
 
-def _hundred_setup(work: Path) -> tuple[str, Path, Path]:
-    """A venv with benchpkg (100 modules, bytecode compiled), a patchset for one of them."""
-    mods = {f"benchpkg/mod_{i}.py": _module(i) for i in range(HUNDRED)}
+def _block(i: int, k: int) -> str:
+    """About 700 bytes of library code: a function, a class with two methods, comments and
+    docstrings, as the real stack's modules are made of."""
+    return f'''
+
+def scale_{k}(values, factor=1.0, *, name=None):
+    """Scale ``values`` by ``factor`` (block {k} of module {i})."""
+    # a comment, as real code has
+    if name is None:
+        name = "scale_{k}"
+    total = 0.0
+    for item in values:
+        total += item * factor
+    return {{"name": name, "total": total, "count": len(values)}}
+
+
+class Config{k}:
+    """A configuration object with a default and a description."""
+
+    size: int = {k}
+    label: str = "config-{i}-{k}"
+
+    def __init__(self, size: int = {k}) -> None:
+        self.size = size
+
+    def describe(self) -> str:
+        return f"{{self.label}}: size={{self.size}}"
+'''
+
+
+def _sized(i: int, size: int) -> bytes:
+    """A module of about ``size`` bytes (at least its first three lines, which the patch
+    changes in module 0): values, then :func:`_block` s."""
+    text = "".join(f"value_{j} = {j}\n" for j in range(3))
+    k = 0
+    while len(text) + 350 < size:  # the nearest whole block
+        text += _block(i, k)
+        k += 1
+    return text.encode()
+
+
+def _hundred_setup(work: Path, sizes: Sequence[int] | None, venvs: int = 1) -> list[str]:
+    """``venvs`` venvs with benchpkg (100 modules, ``sizes`` or :func:`_tiny`, bytecode
+    compiled), and the patchset for module 0 in ``work/ps``: each venv's python. With
+    ``sizes``, module 0 (the patched one) has the median size (6.3 kB: speculators-vllm016
+    patches files of 5.4 and 11.5 kB)."""
+    mods = {
+        f"benchpkg/mod_{i}.py": _tiny(i) if sizes is None else _sized(i, sizes[(i + 50) % 100])
+        for i in range(HUNDRED)
+    }
     mods["benchpkg/__init__.py"] = b""
+    work.mkdir(parents=True)
     wheel = build_wheel(work, "benchpkg", "1.0", mods)
-    venv = work / "venv"
-    subprocess.run(["uv", "venv", "-q", "-p", sys.executable, str(venv)], check=True)
-    install = ["uv", "pip", "install", "-q", "--python", str(venv / "bin/python")]
-    subprocess.run([*install, "--no-deps", "--compile-bytecode", str(wheel)], check=True)
+    pythons = []
+    for n in range(venvs):
+        venv = work / f"venv{n}"
+        subprocess.run(["uv", "venv", "-q", "-p", sys.executable, str(venv)], check=True)
+        install = ["uv", "pip", "install", "-q", "--python", str(venv / "bin/python")]
+        subprocess.run([*install, "--no-deps", "--compile-bytecode", str(wheel)], check=True)
+        pythons.append(str(venv / "bin/python"))
     ps = work / "ps" / "bench"
     (ps / "patches").mkdir(parents=True)
     (ps / "smoke").mkdir()
@@ -149,42 +225,71 @@ def _hundred_setup(work: Path) -> tuple[str, Path, Path]:
         'series = ["patches/bench.patch"]\n[target]\ndistribution = "benchpkg"\n'
         'specifier = "==1.0"\n'
     )
-    return str(venv / "bin/python"), work / "ps", work / "rt"
+    return pythons
 
 
 def run_hundred(report: Report) -> None:
+    """P7-hundred: the real stack's module sizes, the PYTHONPATH form and the --pth form;
+    P7-hundred-tiny: the worst case, every module tiny (so the hook's fixed cost weighs most)."""
     runs = 5 if report.quick else 41
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    code = "".join(f"import benchpkg.mod_{i}\n" for i in range(HUNDRED))
+    check = code + "assert benchpkg.mod_0.value_1 == 100, 'not patched'\n"
     with tempfile.TemporaryDirectory(prefix="compatkit-p7h-") as tmp:
-        python, patchsets, root = _hundred_setup(Path(tmp))
-        compatkit = [sys.executable, "-m", "compatkit", "--python", python]
-        cmd = [*compatkit, "--patchset-dir", str(patchsets), "runtime", "install", "bench"]
-        subprocess.run([*cmd, "--dir", str(root)], check=True, capture_output=True, env=env)
-        code = "".join(f"import benchpkg.mod_{i}\n" for i in range(HUNDRED))
-        check = code + "assert benchpkg.mod_0.value_1 == 100, 'not patched'\n"
-        hooked_env = {**env, "PYTHONPATH": str(root)}
-        timed([python, "-c", check], hooked_env)  # the hook's own bytecode written
-        plain, hooked, plain_cpu, hooked_cpu = interleaved(
-            runs,
-            lambda: timed([python, "-c", code], env),
-            lambda: timed([python, "-c", check], hooked_env),
-            lambda: _cpu([python, "-c", code], env),
-            lambda: _cpu([python, "-c", check], hooked_env),
-        )
-    what = f"a process importing {HUNDRED} modules, 1 patched, runtime mode (start-up included)"
-    report.add(Figure("P7-hundred", what, hooked, "the same without the hook", plain, 1.05))
+        real, real_pth = _hundred_setup(Path(tmp) / "real", REAL_SIZES, venvs=2)
+        (tiny,) = _hundred_setup(Path(tmp) / "tiny", None)
+        real_rt = _install(real, Path(tmp) / "real", env)
+        _install(real_pth, Path(tmp) / "real", env, pth=True)
+        tiny_rt = _install(tiny, Path(tmp) / "tiny", env)
+        sides = {
+            "plain": ([real, "-c", code], env),
+            "hooked": ([real, "-c", check], {**env, "PYTHONPATH": str(real_rt)}),
+            "pth": ([real_pth, "-c", check], env),
+            "tiny-plain": ([tiny, "-c", code], env),
+            "tiny-hooked": ([tiny, "-c", check], {**env, "PYTHONPATH": str(tiny_rt)}),
+        }
+        for cmd, side_env in sides.values():  # each side's bytecode written, the hook checked
+            _wall_cpu(cmd, side_env)
+        rounds = [{n: _wall_cpu(*side) for n, side in sides.items()} for _ in range(runs)]
+
+    def figure(
+        fid: str, what: str, side: str, ref: str, target: float | None, cpu: int = 0
+    ) -> None:
+        mine, theirs = [r[side][cpu] for r in rounds], [r[ref][cpu] for r in rounds]
+        paired = statistics.median(a / b for a, b in zip(mine, theirs, strict=True))
+        median = statistics.median
+        without = "without the hook"
+        report.add(Figure(fid, what, median(mine), without, median(theirs), target, "", paired))
+
+    what = f"a process importing {HUNDRED} modules (the real stack's sizes), 1 patched, runtime"
+    figure("P7-hundred", what, "hooked", "plain", 1.05)
     what = "the same, CPU time (user + system): less swayed by a loaded machine"
-    report.add(Figure("P7-hundred-cpu", what, hooked_cpu, "without the hook", plain_cpu, 1.05))
+    figure("P7-hundred-cpu", what, "hooked", "plain", 1.05, cpu=1)
+    what = "the same with the --pth form (a .pth file in site-packages, no PYTHONPATH)"
+    figure("P7-hundred-pth", what, "pth", "plain", 1.05)
+    what = f"the worst case: {HUNDRED} modules of {TINY} bytes each, 1 patched (PYTHONPATH form)"
+    figure("P7-hundred-tiny", what, "tiny-hooked", "tiny-plain", None)
 
 
-def _cpu(cmd: list[str], env: dict[str, str]) -> float:
-    """The user + system CPU seconds of one run of ``cmd``."""
+def _install(python: str, work: Path, env: dict[str, str], pth: bool = False) -> Path:
+    """``runtime install bench`` into a new folder (``pth``: with the --pth form)."""
+    root = work / ("rt-pth" if pth else "rt")
+    cmd = [sys.executable, "-m", "compatkit", "--python", python, "--patchset-dir"]
+    cmd += [str(work / "ps"), "runtime", "install", "bench", "--dir", str(root)]
+    subprocess.run(cmd + (["--pth"] if pth else []), check=True, capture_output=True, env=env)
+    return root
+
+
+def _wall_cpu(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """The wall and the user + system CPU seconds of one run of ``cmd``."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     subprocess.run(cmd, env=env, check=True)
+    wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _hook_start(bare: list[str], env: dict[str, str]) -> float:

@@ -78,6 +78,12 @@ def test_exec_serves_patched_source_with_site_packages_read_only(
             [*prefix, *demo.command("exec", "demo-fix", "--", demo.venv.python, "-c", nested)], env
         )
         assert proc.stdout.splitlines() == PATCHED, proc.stderr
+        # linecache imported after the patched module: the patched lines are put there then
+        late = "import demo.greet, linecache; print(linecache.getline(demo.greet.__file__, 2))"
+        proc = run(
+            [*prefix, *demo.command("exec", "demo-fix", "--", demo.venv.python, "-c", late)], env
+        )
+        assert proc.stdout.strip() == "return 'hi ' + name", proc.stderr
     assert demo.venv.snapshot() == before
     assert not list(demo.venv.site.rglob("__pycache__"))
 
