@@ -53,6 +53,7 @@ class Figure:
     target: float | None = None
     note: str = ""
     paired: float | None = None  # the median of the per-round ratios, where set (see ratio)
+    unit: str = "s"  # "s": value and reference are seconds; else counts of this unit
 
     @property
     def ratio(self) -> float:
@@ -69,13 +70,16 @@ class Figure:
         return [
             self.id,
             self.what,
-            _ms(self.value),
+            self._show(self.value),
             self.reference_name,
-            _ms(self.reference),
+            self._show(self.reference),
             f"{self.ratio:.2f}×",
             target,
             verdict,
         ]
+
+    def _show(self, amount: float) -> str:
+        return _ms(amount) if self.unit == "s" else f"{amount / 1e6:.2f} M {self.unit}"
 
 
 def _ms(seconds: float) -> str:

@@ -231,7 +231,7 @@ def _hundred_setup(work: Path, sizes: Sequence[int] | None, venvs: int = 1) -> l
 def run_hundred(report: Report) -> None:
     """P7-hundred: the real stack's module sizes, the PYTHONPATH form and the --pth form;
     P7-hundred-tiny: the worst case, every module tiny (so the hook's fixed cost weighs most)."""
-    runs = 5 if report.quick else 41
+    runs = 5 if report.quick else 101
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     code = "".join(f"import benchpkg.mod_{i}\n" for i in range(HUNDRED))
     check = code + "assert benchpkg.mod_0.value_1 == 100, 'not patched'\n"
@@ -250,7 +250,14 @@ def run_hundred(report: Report) -> None:
         }
         for cmd, side_env in sides.values():  # each side's bytecode written, the hook checked
             _wall_cpu(cmd, side_env)
-        rounds = [{n: _wall_cpu(*side) for n, side in sides.items()} for _ in range(runs)]
+        order = list(sides)
+        rounds = []
+        for i in range(runs):  # ABBA: no side always runs first, or right after another
+            turn = order if i % 2 == 0 else order[::-1]
+            rounds.append({n: _wall_cpu(*sides[n]) for n in turn})
+        counts = {}  # deterministic instruction counts, where valgrind is installed (full runs)
+        if shutil.which("valgrind") and not report.quick:
+            counts = {n: _instructions(*side) for n, side in sides.items()}
 
     def figure(
         fid: str, what: str, side: str, ref: str, target: float | None, cpu: int = 0
@@ -269,6 +276,27 @@ def run_hundred(report: Report) -> None:
     figure("P7-hundred-pth", what, "pth", "plain", 1.05)
     what = f"the worst case: {HUNDRED} modules of {TINY} bytes each, 1 patched (PYTHONPATH form)"
     figure("P7-hundred-tiny", what, "tiny-hooked", "tiny-plain", None)
+    if counts:
+        for fid, side, ref in (
+            ("P7-hundred-instr", "hooked", "plain"),
+            ("P7-hundred-pth-instr", "pth", "plain"),
+            ("P7-hundred-tiny-instr", "tiny-hooked", "tiny-plain"),
+        ):
+            what = f"{fid[: -len('-instr')]}, in instructions (callgrind; no noise)"
+            mine, theirs = counts[side], counts[ref]
+            report.add(Figure(fid, what, mine, "without the hook", theirs, unit="instr"))
+
+
+def _instructions(cmd: list[str], env: dict[str, str]) -> float:
+    """The instructions one run of ``cmd`` executes (valgrind's callgrind, PYTHONHASHSEED=0):
+    the same every run, so a 1 % difference shows where wall time on a VM swings 10 %."""
+    out = "--callgrind-out-file=/dev/null"
+    valgrind = ["valgrind", "--tool=callgrind", out, *cmd]
+    proc = subprocess.run(
+        valgrind, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=True
+    )
+    (line,) = [ln for ln in proc.stderr.splitlines() if "Collected :" in ln]
+    return float(line.rsplit(":", 1)[1])
 
 
 def _install(python: str, work: Path, env: dict[str, str], pth: bool = False) -> Path:
@@ -314,7 +342,8 @@ def main() -> int:
     else:
         run(report, args.python)
     for f in report.figures:
-        print(f"{f.id}: {f.ratio:.2f}× ({f.value * 1000:.2f} ms vs {f.reference * 1000:.2f} ms)")
+        row = f.row()
+        print(f"{f.id}: {f.ratio:.3f}× ({row[2]} vs {row[4]})")
     return 0
 
 

@@ -111,8 +111,42 @@ def test_an_early_import_refuses_the_start_and_fails_install_and_verify(
     assert code == 1 and "does not work, so it was removed again" in err, err
     assert not (root / "_compatkit_runtime").exists()
     assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))
+    assert not list(demo.venv.site.rglob("_compatkit_boot*"))
     code, _, err = demo.run("exec", "demo-fix", "--", demo.venv.python, "-c", PROBE)
     assert code == 1
+
+
+def test_the_pth_form_loads_its_checks_from_bytecode_and_fails_closed_without_them(
+    demo: Demo, tmp_path: Path
+) -> None:
+    root, env = _install(demo, tmp_path, pth=True)
+    boot = demo.venv.site / "_compatkit_boot.py"
+    (pyc,) = (demo.venv.site / "__pycache__").glob("_compatkit_boot.*.pyc")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # Python writes no pyc itself: it uses install's
+    proc = run([demo.venv.python, "-v", "-c", PROBE], env)
+    assert proc.stdout.strip() == "hi x", proc.stderr
+    assert f"code object from '{pyc}'" in proc.stderr  # not compiled at the start
+    # only site-packages' boot module is run: not one earlier on sys.path, nor in the folder
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    for where in (evil, root):
+        (where / "_compatkit_boot.py").write_text("print('EVIL')\n")
+    proc = run([demo.venv.python, "-c", PROBE], {**env, "PYTHONPATH": str(evil)})
+    assert proc.stdout.strip() == "hi x", proc.stdout + proc.stderr
+    (root / "_compatkit_boot.py").unlink()
+    # damaged or missing: the start stops with one line, never imports unpatched
+    good = boot.read_bytes()
+    boot.write_bytes(good.replace(b"def _compatkit_boot(", b"def _compatkit_boot(("))
+    _refused_start(demo, env, f"{boot} cannot be loaded (SyntaxError", "demo.greet, demo.util")
+    _verify_fails(demo, root, f"{boot} is missing or not the start-up module compatkit wrote")
+    boot.unlink()
+    _refused_start(demo, env, f"{boot} cannot be loaded (ImportError: no such file)")
+    _verify_fails(demo, root, f"{boot} is missing or not the start-up module compatkit wrote")
+    # install writes it again; uninstall removes it and its bytecode
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root), "--pth")[0] == 0
+    assert boot.read_bytes() == good and pyc.is_file()
+    assert demo.run("runtime", "uninstall", "--dir", str(root))[0] == 0
+    assert not boot.exists() and not pyc.exists()
 
 
 def test_a_version_change_fails_verify(demo: Demo, tmp_path: Path) -> None:

@@ -12,10 +12,11 @@
         pycache/<key>/...pyc      the hook's bytecode (cache tag cpython-3XX-ck<hash>)
 
 The ``.pth`` form (``--pth``) writes no ``sitecustomize.py``: ``<site>/00-compatkit-runtime.pth``
-puts DIR on ``sys.path`` and starts the hook; ``00-compatkit-runtime.start`` names the same
-entry point for Pythons with PEP 829 (3.15+), which then ignore the ``.pth`` import line.
+puts DIR on ``sys.path`` and starts the hook through ``<site>/_compatkit_boot.py`` (the boot
+checks, and their pyc); ``00-compatkit-runtime.start`` names the same entry point for Pythons
+with PEP 829 (3.15+), which then ignore the ``.pth`` import line.
 Inside DIR every file is reached through :class:`compatkit.runtime.folder.Folder` (the folder
-checked whole, links never followed, temp file + os.replace); the ``.pth``/``.start`` pair
+checked whole, links never followed, temp file + os.replace); the files in site-packages
 through :func:`compatkit.atomic.write`. ``table.marshal`` is written after the sources it
 points to, the start-up code last; ``sitecustomize.py`` keeps every line but compatkit's block
 (:mod:`compatkit.runtime.startfiles`).
@@ -23,6 +24,7 @@ points to, the start-up code last; ``sitecustomize.py`` keeps every line but com
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import marshal
@@ -42,8 +44,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 DATA = "_compatkit_runtime"  # the same as hook.DATA (the hook is not imported here)
-MARKER = startfiles.LEGACY  # the first line of compatkit's .pth and .start files
-PTH_NAME = "00-compatkit-runtime"
+MARKER = startfiles.LEGACY  # the first line of compatkit's .pth, .start and boot module
+PTH_NAME = startfiles.PTH_NAME
+BOOT = f"{startfiles.BOOT_MODULE}.py"  # the --pth form's start-up module, beside the .pth
 SITE = "sitecustomize.py"
 
 
@@ -80,6 +83,7 @@ def _manifest(prep: Prepared, pth: Path | None, table: bytes) -> dict[str, objec
         "hook_sha256": sha(HOOK_SOURCE.read_bytes()),
         "table_sha256": sha(table),
         "pth": None if pth is None else str(pth),
+        "boot_sha256": None if pth is None else sha(startfiles.boot_module().encode()),
         "patchsets": [
             {
                 "name": ps.name,
@@ -150,7 +154,7 @@ def write(root: Path, prep: Prepared, pth_site: Path | None = None) -> Path | No
         folder.write(f"{DATA}/manifest.json", manifest.encode())
         if pth is not None:
             names = [ps.name for ps in prep.patchsets]
-            _write_pth(pth, root, hook, sorted(f.module for f in prep.files), names)
+            _write_pth(pth, root, hook, sorted(f.module for f in prep.files), names, prep.pyc_tag)
         if site is None:
             folder.remove(SITE)
         else:
@@ -193,23 +197,46 @@ def _write_pyc(
     """A pyc of ``source``: for a file of the folder (``filename`` relative), the timestamp pyc
     Python itself writes (its mtime and size, so the file must hold ``source`` already); for a
     patched source, the checked-hash pyc the hook reads."""
-    from importlib.util import MAGIC_NUMBER, source_hash
-
-    path = filename if os.path.isabs(filename) else str(folder.root / filename)
-    code = compile(source, path, "exec", dont_inherit=True, optimize=optimize)
     if os.path.isabs(filename):
-        header = MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
+        folder.write(relpath, _pyc(source, filename, None, optimize))
     else:
         st = folder.lstat(filename)
+        folder.write(relpath, _pyc(source, str(folder.root / filename), st, optimize))
+
+
+def _pyc(source: bytes, path: str, st: os.stat_result | None, optimize: int = 0) -> bytes:
+    """The timestamp pyc of ``source`` as the file ``st`` (its mtime and size); without ``st``,
+    the checked-hash pyc."""
+    from importlib.util import MAGIC_NUMBER, source_hash
+
+    code = compile(source, path, "exec", dont_inherit=True, optimize=optimize)
+    if st is None:
+        header = MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
+    else:
         stamp = [int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF]
         header = MAGIC_NUMBER + b"\0\0\0\0" + b"".join(n.to_bytes(4, "little") for n in stamp)
-    folder.write(relpath, header + marshal.dumps(code))
+    return header + marshal.dumps(code)
 
 
-def _write_pth(pth: Path, root: Path, hook: str, modules: list[str], names: list[str]) -> None:
-    # compatkit's own start-up code (README, "Runtime mode"): one path line, one import line
-    text = startfiles.pth_lines(str(root), hook, modules, names)
+def _write_pth(
+    pth: Path, root: Path, hook: str, modules: list[str], names: list[str], tag: str | None
+) -> None:
+    """compatkit's own start-up code (README, "Runtime mode"), the .pth last: the boot module
+    and its pyc (the target's, where compatkit writes its bytecode and site-packages has a
+    real ``__pycache__`` folder: else Python compiles it, as any module), the ``.pth`` (one
+    path line, one import line), the ``.start``."""
+    site = pth.parent
+    text = startfiles.pth_lines(str(root), hook, modules, names, str(site))
     try:
+        source = startfiles.boot_module().encode()
+        atomic.write(site / BOOT, source)
+        cache = site / "__pycache__"
+        if tag is not None:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(cache)
+            if stat.S_ISDIR(os.lstat(cache).st_mode):  # never a pyc through a link
+                pyc = _pyc(source, str(site / BOOT), os.stat(site / BOOT))
+                atomic.write(cache / f"{startfiles.BOOT_MODULE}.{tag}.pyc", pyc)
         atomic.write_text(pth, text)
         atomic.write_text(pth.with_suffix(".start"), f"{MARKER}\n{hook}:start\n")
     except OSError as exc:
@@ -299,10 +326,14 @@ def remove(root: Path, site: Path | None = None) -> list[str]:
         pths = {Path(p) for p in [manifest.get("pth")] if isinstance(p, str)}
         pths |= set() if site is None else {site / f"{PTH_NAME}.pth"}
         for pth in sorted(p for p in pths if _own_startup(p, root)):
-            start = pth.with_suffix(".start")
-            for path in [pth, *([start] if _own_startup(start, root) else [])]:
+            start, boot = pth.with_suffix(".start"), pth.parent / BOOT
+            for path in [pth, *(p for p in (start, boot) if _own_startup(p, root))]:
                 path.unlink()
                 removed.append(str(path))
+            cache = pth.parent / "__pycache__"
+            if os.path.isdir(cache) and not os.path.islink(cache):
+                for pyc in cache.glob(f"{startfiles.BOOT_MODULE}.*.pyc"):
+                    pyc.unlink()
         if rest is not None and rest != text and rest.strip():
             folder.write(SITE, rest.encode())  # the user's lines stay
             removed.append(f"{root / SITE} (compatkit's block)")

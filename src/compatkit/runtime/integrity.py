@@ -1,7 +1,8 @@
 """Is a runtime folder whole, and does a fresh interpreter really serve it?
 
 :func:`damage` compares the folder with its manifest: the table's and the hook's hashes, each
-patched source's hash, and the start-up code (the ``sitecustomize.py`` block or the ``.pth``).
+patched source's hash, and the start-up code (the ``sitecustomize.py`` block, or the ``.pth``
+and its boot module).
 :func:`served` starts the target interpreter the way a user's process starts (the real
 ``site`` start-up, the folder on ``PYTHONPATH`` unless a ``.pth`` starts it) and asks the
 import system for each module of the table: it must come from this folder's hook with the
@@ -61,8 +62,16 @@ def _startup_problem(folder: Folder, manifest: dict[str, Any]) -> str | None:
             text = Path(pth).read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             return f"{pth} is missing or unreadable: nothing starts the hook"
-        ours = hook in text and f"\n{folder.root}\n" in text
-        return None if ours else f"{pth} does not start the hook in {folder.root}"
+        if not (hook in text and f"\n{folder.root}\n" in text):
+            return f"{pth} does not start the hook in {folder.root}"
+        boot = Path(pth).with_name(f"{startfiles.BOOT_MODULE}.py")
+        try:
+            data: bytes | None = boot.read_bytes()
+        except OSError:
+            data = None
+        if "boot_sha256" in manifest and _sha(data) != manifest["boot_sha256"]:
+            return f"{boot} is missing or not the start-up module compatkit wrote"
+        return None
     data = folder.read("sitecustomize.py")
     text = "" if data is None else data.decode("utf-8", "replace")
     if startfiles.BEGIN not in text or hook not in text:

@@ -6,9 +6,11 @@ every other line; uninstall removes it and nothing else (the file too, if nothin
 left). A damaged block (a begin marker without its end, two blocks) or an import of the hook
 outside the block is refused, never guessed at, so no uninstall leaves a dangling import.
 
-The block runs a small boot function (the same code in the ``.pth`` import line): it checks the
-folder (owner, mode, no links) and the hook file before importing the hook, and then starts it
-with the names of the modules the table must patch. If any of that fails, the interpreter stops
+The block runs a small boot function (:data:`BOOT`; the ``--pth`` form has the same code as
+``_compatkit_boot.py`` beside its ``.pth``, whose import line loads it by path from its pyc,
+not compiled again at every start): it checks the folder (owner, mode, no links) and the hook
+file before importing the hook, and then starts it with the names of the modules the table
+must patch. If any of that fails, the interpreter stops
 with one line (docs/delivery.md, "Runtime mode"): with no working hook, those modules would be
 imported unpatched.
 
@@ -25,6 +27,8 @@ BEGIN = "# >>> compatkit runtime >>>"
 END = "# <<< compatkit runtime <<<"
 HOOK_PREFIX = "_compatkit_hook_"
 LEGACY = "# compatkit runtime hook"  # the first line of a whole-file sitecustomize.py (before)
+PTH_NAME = "00-compatkit-runtime"  # the --pth form: PTH_NAME.pth and .start in site-packages,
+BOOT_MODULE = "_compatkit_boot"  # and BOOT as a module there (the .pth line loads its pyc)
 
 # Runs at every start of the target interpreter: standard library only, nothing heavy.
 BOOT = """\
@@ -87,11 +91,41 @@ def block(root: str, hook: str, modules: list[str], names: list[str], chain: boo
     )
 
 
-def pth_lines(root: str, hook: str, modules: list[str], names: list[str]) -> str:
-    """The ``.pth`` file: a comment, the folder (a path line), one import line."""
-    code = f"{BOOT}{_call(root, hook, modules, False)}\n"
+def boot_module() -> str:
+    """The ``--pth`` form's start-up module, :data:`BOOT_MODULE` beside the ``.pth`` file."""
     return (
-        f"# compatkit runtime hook: applies {', '.join(names)} at import time; remove it with "
+        f"{LEGACY}: the start-up checks of the folder {PTH_NAME}.pth names. Written by\n"
+        "# 'compatkit runtime install --pth', removed by 'compatkit runtime uninstall'.\n"
+        f"{BOOT}"
+    )
+
+
+def pth_lines(root: str, hook: str, modules: list[str], names: list[str], site: str) -> str:
+    """The ``.pth`` file: a comment, the folder (a path line), one import line. That line loads
+    :func:`boot_module` from ``site`` (its pyc: the checks are not compiled at every start),
+    found there only; if it cannot, the start stops with one line."""
+    why = f"compatkit runtime: refusing to start: {site}/{BOOT_MODULE}.py cannot be loaded ("
+    fix = (
+        f"), and {', '.join(modules)} must not be imported unpatched; run 'compatkit runtime "
+        f"install' again, or 'compatkit runtime uninstall --dir {root}'\n"
+    )
+    code = (
+        "try:\n"
+        "    from _frozen_importlib_external import PathFinder\n"
+        f"    spec = PathFinder.find_spec({BOOT_MODULE!r}, [{site!r}])\n"
+        "    if spec is None:\n"
+        "        raise ImportError('no such file')\n"
+        f"    boot = type(sys)({BOOT_MODULE!r})\n"
+        "    spec.loader.exec_module(boot)\n"
+        "except Exception as exc:\n"
+        "    import os\n"
+        f"    sys.stderr.write({why!r} + f'{{type(exc).__name__}}: {{exc}}' + {fix!r})\n"
+        "    sys.stderr.flush()\n"
+        "    os._exit(1)\n"
+        f"boot.{_call(root, hook, modules, False)}\n"
+    )
+    return (
+        f"{LEGACY}: applies {', '.join(names)} at import time; remove it with "
         f"'compatkit runtime uninstall --dir {root}'\n"
         f"{root}\nimport sys; exec({code!r})\n"
     )
