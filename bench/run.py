@@ -28,6 +28,7 @@ TARGETS = """\
 | P5 | `apply` + `revert` of a real upgrade diff: requests 2.31.0 → 2.32.3 as one patch (click and jinja2 as extra rows) | `git apply` + `git apply -R` | ≤ 4× |
 | P6 | `compatkit wheel speculators-vllm016`: the patched speculators 0.3.0 wheel | a re-zip of the same wheel | (reported) |
 | P7 | runtime mode: re-import of speculators-vllm016's 2 patched modules through the hook | the same patched files imported normally | (reported) |
+| P7-hundred | runtime mode, a whole process (start-up included) importing 100 modules with the real job's sizes (bench/module_sizes.py), 1 patched; `PYTHONPATH` and `--pth` forms (P7-hundred-tiny: 100 modules of 318 bytes, the worst case, reported) | the same process without the hook | ≤ 1.05× |
 
 F1 (no target: a figure): `compatkit fleet verify` on a local two-node Ray cluster against one
 plain `verify` of one node's environment.

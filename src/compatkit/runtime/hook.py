@@ -54,7 +54,6 @@ _AGAIN = (
     "against this environment"
 )
 _sources: dict[str, bytes] = {}  # filename -> patched source of every patched module loaded
-_watch: set[str] = set()  # {"linecache"} while patched lines wait for its import
 
 
 # Classes cost ≈ 10-40 µs each to create at every start: the ones only a patched import or a
@@ -179,14 +178,14 @@ class Finder:
     def find_spec(
         self, fullname: str, path: "Sequence[str] | None" = None, target: object = None
     ) -> ModuleSpec | None:
-        if fullname not in self.modules:  # every import passes here: the least work first
-            if fullname in _watch:  # "linecache", once patched lines wait for it
+        entry = self.modules.get(fullname)
+        if entry is None:
+            if fullname == "linecache" and _sources:
                 spec = PathFinder.find_spec(fullname, path)
                 if spec is not None and spec.loader is not None:
                     _then_lines(spec.loader)
                 return spec
             return None
-        entry = self.modules[fullname]
         self._check_guards(fullname, entry)
         real = PathFinder.find_spec(fullname, path)
         where = real.origin if real is not None else None
@@ -342,9 +341,7 @@ def register_lines(filename: str, source: bytes) -> None:
     is not imported yet (it costs ≈ 5 ms: tokenize, re), when it is (:class:`_ThenLines`)."""
     _sources[filename] = source
     linecache = sys.modules.get("linecache")
-    if linecache is None:
-        _watch.add("linecache")
-    else:
+    if linecache is not None:
         _fill(linecache)
 
 

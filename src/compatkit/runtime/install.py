@@ -177,11 +177,8 @@ def _write_pycs(folder: Folder, prep: Prepared, tag: str, hook: str, site: str |
     target reads them (the patched ones: as the hook names them): the target loads them even
     with PYTHONDONTWRITEBYTECODE set (else it compiles the hook at every start, ≈ 5 ms), and
     never runs one for other source (the source's hash is checked first)."""
-    # timestamp pycs, as Python writes them: it need not read and hash the source at each start;
-    # the hook's without its docstrings (-OO's compile: the hook has no assert), which are a
-    # sixth of its bytecode, unmarshalled at every start
-    hook_source = HOOK_SOURCE.read_bytes()
-    _write_pyc(folder, f"__pycache__/{hook}.{tag}.pyc", hook_source, f"{hook}.py", optimize=2)
+    # timestamp pycs, as Python writes them: it need not read and hash the source at each start
+    _write_pyc(folder, f"__pycache__/{hook}.{tag}.pyc", HOOK_SOURCE.read_bytes(), f"{hook}.py")
     if site is not None:
         _write_pyc(folder, f"__pycache__/sitecustomize.{tag}.pyc", site.encode(), SITE)
     for f in prep.files:
@@ -191,25 +188,23 @@ def _write_pycs(folder: Folder, prep: Prepared, tag: str, hook: str, site: str |
             _write_pyc(folder, pyc, f.patched, f.origin)
 
 
-def _write_pyc(
-    folder: Folder, relpath: str, source: bytes, filename: str, optimize: int = 0
-) -> None:
+def _write_pyc(folder: Folder, relpath: str, source: bytes, filename: str) -> None:
     """A pyc of ``source``: for a file of the folder (``filename`` relative), the timestamp pyc
     Python itself writes (its mtime and size, so the file must hold ``source`` already); for a
     patched source, the checked-hash pyc the hook reads."""
     if os.path.isabs(filename):
-        folder.write(relpath, _pyc(source, filename, None, optimize))
+        folder.write(relpath, _pyc(source, filename, None))
     else:
         st = folder.lstat(filename)
-        folder.write(relpath, _pyc(source, str(folder.root / filename), st, optimize))
+        folder.write(relpath, _pyc(source, str(folder.root / filename), st))
 
 
-def _pyc(source: bytes, path: str, st: os.stat_result | None, optimize: int = 0) -> bytes:
+def _pyc(source: bytes, path: str, st: os.stat_result | None) -> bytes:
     """The timestamp pyc of ``source`` as the file ``st`` (its mtime and size); without ``st``,
     the checked-hash pyc."""
     from importlib.util import MAGIC_NUMBER, source_hash
 
-    code = compile(source, path, "exec", dont_inherit=True, optimize=optimize)
+    code = compile(source, path, "exec", dont_inherit=True)
     if st is None:
         header = MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(source)
     else:
