@@ -142,7 +142,11 @@ def test_the_pth_form_loads_its_checks_from_bytecode_and_fails_closed_without_th
     boot.unlink()
     _refused_start(demo, env, f"{boot} cannot be loaded (ImportError: no such file)")
     _verify_fails(demo, root, f"{boot} is missing or not the start-up module compatkit wrote")
-    # install writes it again; uninstall removes it and its bytecode
+    # install writes it again, never over a file of that name that is not compatkit's
+    boot.write_text("mine = 1\n")
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(root), "--pth")
+    assert code == 1 and f"{boot} is not compatkit's" in err and boot.read_text() == "mine = 1\n"
+    boot.unlink()
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(root), "--pth")[0] == 0
     assert boot.read_bytes() == good and pyc.is_file()
     assert demo.run("runtime", "uninstall", "--dir", str(root))[0] == 0

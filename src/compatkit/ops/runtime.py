@@ -116,6 +116,9 @@ def _refuse_conflicts(root: Path, prep: Prepared, env: Environment, pth: bool) -
                 f"{', '.join(both)}: already patched by the active runtime folder {other}; "
                 f"uninstall it first (compatkit runtime uninstall --dir {other})"
             )
+    boot = pth_file.with_name(disk.BOOT)
+    if pth and os.path.lexists(boot) and not _head(boot).startswith(disk.MARKER.encode()):
+        raise CompatkitError(f"{boot} is not compatkit's; move it away, then install again")
     head = _head(pth_file)
     if pth and head.startswith(disk.MARKER.encode()) and f"\n{root}\n".encode() not in head:
         raise CompatkitError(
