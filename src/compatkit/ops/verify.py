@@ -16,7 +16,7 @@ from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
 from compatkit.model.records import Row, hash_bytes
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from compatkit.load.config import ProjectConfig
     from compatkit.ops.select import Selection
