@@ -11,7 +11,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,15 +28,26 @@ def timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | Non
     return elapsed
 
 
-def interleaved(runs: int, *actions: Callable[[], float], warmup: int = 2) -> tuple[float, ...]:
-    """The median of each action, run in turn (one of each per round), so a machine that gets
-    slower or faster during the run moves them all alike (a VM's page faults and a shared disk
-    swing single figures by 20-50 %)."""
+def rounds(runs: int, *actions: Callable[[], T], warmup: int = 2) -> list[list[T]]:
+    """Each action's result in each of ``runs`` rounds (one of each per round, in ABBA order:
+    no action always runs first or right after the same other), so a machine that gets slower
+    or faster during the run moves them all alike (a VM's page faults and a shared disk swing
+    single figures by 20-50 %)."""
     for _ in range(warmup):
         for action in actions:
             action()
-    rounds = [[action() for action in actions] for _ in range(runs)]
-    return tuple(statistics.median(r[i] for r in rounds) for i in range(len(actions)))
+    done = []
+    for i in range(runs):
+        turn = range(len(actions)) if i % 2 == 0 else range(len(actions) - 1, -1, -1)
+        got = {j: actions[j]() for j in turn}
+        done.append([got[j] for j in range(len(actions))])
+    return done
+
+
+def interleaved(runs: int, *actions: Callable[[], float], warmup: int = 2) -> tuple[float, ...]:
+    """The median of each action over :func:`rounds`."""
+    done = rounds(runs, *actions, warmup=warmup)
+    return tuple(statistics.median(r[i] for r in done) for i in range(len(actions)))
 
 
 def median_of(runs: int, action: Callable[[], float], warmup: int = 1) -> float:

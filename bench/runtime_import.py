@@ -22,14 +22,16 @@ against the same process without it (the installed, unpatched files): every cost
 mode at once, the hook's start-up checks, its table, the finder consulted on each import, and
 the one patched module's checks and source. The modules have the sizes of the real job's
 (:data:`REAL_SIZES`, measured by bench/module_sizes.py); P7-hundred-pth is the same with the
-``--pth`` form; P7-hundred-tiny is the worst case, 100 modules of 318 bytes, where the hook's
-fixed cost weighs most (reported). Warm bytecode on all sides; the sides run in turn, and a
+``--pth`` form, in a venv of its own, against that venv with the ``.pth`` moved aside;
+P7-hundred-tiny is the worst case, 100 modules of 318 bytes, where the hook's fixed cost
+weighs most (reported). Warm bytecode on all sides; the sides run in turn (ABBA), and a
 figure is the median of each round's ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -38,10 +40,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from common import ROOT, Figure, Report, median_of, timed
+from common import ROOT, Figure, Report, median_of, rounds, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 from wheelkit import build_wheel
@@ -156,7 +158,7 @@ def _tiny(i: int) -> bytes:
 
 
 def _block(i: int, k: int) -> str:
-    """About 700 bytes of library code: a function, a class with two methods, comments and
+    """About 620 bytes of library code: a function, a class with two methods, comments and
     docstrings, as the real stack's modules are made of."""
     return f'''
 
@@ -190,7 +192,7 @@ def _sized(i: int, size: int) -> bytes:
     changes in module 0): values, then :func:`_block` s."""
     text = "".join(f"value_{j} = {j}\n" for j in range(3))
     k = 0
-    while len(text) + 350 < size:  # the nearest whole block
+    while len(text) + len(_block(i, k)) // 2 < size:  # the nearest whole block
         text += _block(i, k)
         k += 1
     return text.encode()
@@ -240,21 +242,19 @@ def run_hundred(report: Report) -> None:
         (tiny,) = _hundred_setup(Path(tmp) / "tiny", None)
         real_rt = _install(real, Path(tmp) / "real", env)
         _install(real_pth, Path(tmp) / "real", env, pth=True)
+        pth_file = next(Path(real_pth).parent.parent.glob("lib/python*/site-packages/*.pth"))
         tiny_rt = _install(tiny, Path(tmp) / "tiny", env)
         sides = {
             "plain": ([real, "-c", code], env),
             "hooked": ([real, "-c", check], {**env, "PYTHONPATH": str(real_rt)}),
             "pth": ([real_pth, "-c", check], env),
+            "pth-plain": ([real_pth, "-c", code], env, pth_file),  # that venv, its .pth moved away
             "tiny-plain": ([tiny, "-c", code], env),
             "tiny-hooked": ([tiny, "-c", check], {**env, "PYTHONPATH": str(tiny_rt)}),
         }
-        for cmd, side_env in sides.values():  # each side's bytecode written, the hook checked
-            _wall_cpu(cmd, side_env)
-        order = list(sides)
-        rounds = []
-        for i in range(runs):  # ABBA: no side always runs first, or right after another
-            turn = order if i % 2 == 0 else order[::-1]
-            rounds.append({n: _wall_cpu(*sides[n]) for n in turn})
+        # rounds() runs each side twice first: bytecode written, the hook checked
+        got = rounds(runs, *(lambda side=side: _wall_cpu(*side) for side in sides.values()))
+        done = [dict(zip(sides, r, strict=True)) for r in got]
         counts = {}  # deterministic instruction counts, where valgrind is installed (full runs)
         if shutil.which("valgrind") and not report.quick:
             counts = {n: _instructions(*side) for n, side in sides.items()}
@@ -262,7 +262,7 @@ def run_hundred(report: Report) -> None:
     def figure(
         fid: str, what: str, side: str, ref: str, target: float | None, cpu: int = 0
     ) -> None:
-        mine, theirs = [r[side][cpu] for r in rounds], [r[ref][cpu] for r in rounds]
+        mine, theirs = [r[side][cpu] for r in done], [r[ref][cpu] for r in done]
         paired = statistics.median(a / b for a, b in zip(mine, theirs, strict=True))
         median = statistics.median
         without = "without the hook"
@@ -272,14 +272,14 @@ def run_hundred(report: Report) -> None:
     figure("P7-hundred", what, "hooked", "plain", 1.05)
     what = "the same, CPU time (user + system): less swayed by a loaded machine"
     figure("P7-hundred-cpu", what, "hooked", "plain", 1.05, cpu=1)
-    what = "the same with the --pth form (a .pth file in site-packages, no PYTHONPATH)"
-    figure("P7-hundred-pth", what, "pth", "plain", 1.05)
+    what = "the same with the --pth form (against that venv with its .pth moved aside)"
+    figure("P7-hundred-pth", what, "pth", "pth-plain", 1.05)
     what = f"the worst case: {HUNDRED} modules of {TINY} bytes each, 1 patched (PYTHONPATH form)"
     figure("P7-hundred-tiny", what, "tiny-hooked", "tiny-plain", None)
     if counts:
         for fid, side, ref in (
             ("P7-hundred-instr", "hooked", "plain"),
-            ("P7-hundred-pth-instr", "pth", "plain"),
+            ("P7-hundred-pth-instr", "pth", "pth-plain"),
             ("P7-hundred-tiny-instr", "tiny-hooked", "tiny-plain"),
         ):
             what = f"{fid[: -len('-instr')]}, in instructions (callgrind; no noise)"
@@ -287,14 +287,15 @@ def run_hundred(report: Report) -> None:
             report.add(Figure(fid, what, mine, "without the hook", theirs, unit="instr"))
 
 
-def _instructions(cmd: list[str], env: dict[str, str]) -> float:
+def _instructions(cmd: list[str], env: dict[str, str], away: Path | None = None) -> float:
     """The instructions one run of ``cmd`` executes (valgrind's callgrind, PYTHONHASHSEED=0):
     the same every run, so a 1 % difference shows where wall time on a VM swings 10 %."""
     out = "--callgrind-out-file=/dev/null"
     valgrind = ["valgrind", "--tool=callgrind", out, *cmd]
-    proc = subprocess.run(
-        valgrind, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=True
-    )
+    with _moved_away(away):
+        proc = subprocess.run(
+            valgrind, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=True
+        )
     (line,) = [ln for ln in proc.stderr.splitlines() if "Collected :" in ln]
     return float(line.rsplit(":", 1)[1])
 
@@ -308,15 +309,31 @@ def _install(python: str, work: Path, env: dict[str, str], pth: bool = False) ->
     return root
 
 
-def _wall_cpu(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """The wall and the user + system CPU seconds of one run of ``cmd``."""
+@contextlib.contextmanager
+def _moved_away(path: Path | None) -> Iterator[None]:
+    """``path`` renamed aside for the block (the .pth: the same venv without the hook)."""
+    if path is None:
+        yield
+        return
+    aside = path.with_name(path.name + ".aside")
+    path.rename(aside)
+    try:
+        yield
+    finally:
+        aside.rename(path)
+
+
+def _wall_cpu(cmd: list[str], env: dict[str, str], away: Path | None = None) -> tuple[float, float]:
+    """The wall and the user + system CPU seconds of one run of ``cmd`` (``away``: a file
+    renamed aside meanwhile, outside the timing)."""
     import resource
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with _moved_away(away):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 

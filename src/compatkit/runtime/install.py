@@ -322,13 +322,13 @@ def remove(root: Path, site: Path | None = None) -> list[str]:
         pths |= set() if site is None else {site / f"{PTH_NAME}.pth"}
         for pth in sorted(p for p in pths if _own_startup(p, root)):
             start, boot = pth.with_suffix(".start"), pth.parent / BOOT
+            cache = pth.parent / "__pycache__"
+            if _own_startup(boot, root) and os.path.isdir(cache) and not os.path.islink(cache):
+                for pyc in cache.glob(f"{startfiles.BOOT_MODULE}.*.pyc"):  # its bytecode only
+                    pyc.unlink()
             for path in [pth, *(p for p in (start, boot) if _own_startup(p, root))]:
                 path.unlink()
                 removed.append(str(path))
-            cache = pth.parent / "__pycache__"
-            if os.path.isdir(cache) and not os.path.islink(cache):
-                for pyc in cache.glob(f"{startfiles.BOOT_MODULE}.*.pyc"):
-                    pyc.unlink()
         if rest is not None and rest != text and rest.strip():
             folder.write(SITE, rest.encode())  # the user's lines stay
             removed.append(f"{root / SITE} (compatkit's block)")
