@@ -472,7 +472,8 @@ def _load_table(root: str, modules: "Sequence[str]", walked: bool) -> "dict[str,
     try:
         why = _check_root(root, walked)
         if why:
-            return _refuse_start(root, why, "use a folder only you can write, and install again")
+            _refuse_start(root, why, "use a folder only you can write, and install again")
+            return None
         table = marshal.loads(_read(root, f"{root}/{DATA}/table.marshal")[0])
         if not isinstance(table, dict) or table.get("format") != 1:
             raise ValueError("not a format-1 table")
@@ -480,17 +481,21 @@ def _load_table(root: str, modules: "Sequence[str]", walked: bool) -> "dict[str,
             raise ValueError("no modules or guards")
         why = _check_data(root, str(table.get("key")))
         if why:
-            return _refuse_start(root, why, "use a folder only you can write, and install again")
+            _refuse_start(root, why, "use a folder only you can write, and install again")
+            return None
     except PermissionError as exc:  # a folder on the way to the table is not trusted
-        return _refuse_start(root, str(exc), "use a folder only you can write, and install again")
+        _refuse_start(root, str(exc), "use a folder only you can write, and install again")
+        return None
     except (OSError, ValueError, EOFError, TypeError, KeyError) as exc:
         why = f"the table of {root} is missing or damaged ({exc})"
         mods = ", ".join(modules) or "its modules"
-        return _refuse_start(root, f"{why}, so {mods} would run unpatched")
+        _refuse_start(root, f"{why}, so {mods} would run unpatched")
+        return None
     lost = [m for m in modules if m not in table["modules"]]
     if lost:
         why = f"the table of {root} lacks {', '.join(lost)}, which it must patch"
-        return _refuse_start(root, why)
+        _refuse_start(root, why)
+        return None
     return table
 
 
@@ -515,14 +520,14 @@ def start(root: str | None = None, modules: "Sequence[str]" = (), walked: bool =
             "so it runs unpatched"
         )
         fix = "remove that early import (a .pth file or sitecustomize), or use compatkit apply"
-        return _refuse_start(root, why, fix)
+        _refuse_start(root, why, fix)
+        return
     for other in sys.meta_path:
         both = sorted(set(getattr(other, "modules", {})) & set(table["modules"]))
         if getattr(other, "compatkit_root", None) and both:
             why = f"{root} and {other.compatkit_root} both patch {', '.join(both)}"  # type: ignore[attr-defined]
-            return _refuse_start(
-                root, why, "keep one runtime folder per module (uninstall the other)"
-            )
+            _refuse_start(root, why, "keep one runtime folder per module (uninstall the other)")
+            return
     sys.meta_path.insert(0, Finder(root, table))
 
 
