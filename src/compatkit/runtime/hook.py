@@ -113,7 +113,8 @@ def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> None:
             "its modules are not patched in this process\n"
         )
         return
-    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix}\n")
+    way_out = f"(or remove it: 'compatkit runtime uninstall --dir {root}')"
+    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix} {way_out}\n")
     sys.stderr.flush()
     os._exit(1)
 
