@@ -92,7 +92,7 @@ def _compatkit_boot(root, hook, modules, chain):
         found = [bad(p, True) for p in paths] + [bad(root, False), bad(file, False)]
         found += [bad(f"{root}/__pycache__", False, True), bad(cache_from_source(file), 0, 1)]
         why = next(filter(None, found), None)
-        hooked = sys.modules.get(hook)  # loaded already from this file (a second .pth pass)
+        hooked = sys.modules.get(hook)  # from this file already: site ran the .pth twice
         if why is None and getattr(hooked, "__file__", None) != file:
             # the file just checked, by its path: never a module found by name on sys.path
             from _frozen_importlib import module_from_spec
