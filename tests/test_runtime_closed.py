@@ -270,10 +270,18 @@ DAMAGE = {
 }
 
 
-@pytest.mark.slow
+SLOW = pytest.mark.slow  # each case ≈ 2 s: two of them in the fast subset
+
+
 @pytest.mark.parametrize(
     ("pth", "damage"),
-    [(False, "hook"), (False, "table"), (True, "hook"), (True, "table"), (True, "boot")],
+    [
+        pytest.param(False, "hook", id="sitecustomize-hook", marks=SLOW),
+        pytest.param(False, "table", id="sitecustomize-table"),
+        pytest.param(True, "hook", id="pth-hook"),
+        pytest.param(True, "table", id="pth-table", marks=SLOW),
+        pytest.param(True, "boot", id="pth-boot", marks=SLOW),
+    ],
 )
 def test_the_way_out_a_refused_start_names_works_from_that_interpreter(
     demo: Demo, tmp_path: Path, pth: bool, damage: str
