@@ -244,7 +244,8 @@ def test_the_hook_refuses_a_link_in_its_data_folder_at_start(
     (key,) = src.iterdir()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    for link, deeper in ((src, False), (key, False), (key / "demo", True)):
+    (pyc,) = (root / "__pycache__").glob("_compatkit_hook_*.pyc")  # the hook's own bytecode
+    for link, deeper in ((src, False), (key, False), (pyc, False), (key / "demo", True)):
         moved = elsewhere / link.name
         link.rename(moved)
         link.symlink_to(moved)  # the same files, trusted, through a link

@@ -90,7 +90,8 @@ def _compatkit_boot(root, hook, modules, chain):
         parts = root.split("/")
         paths = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
         found = [bad(p, True) for p in paths] + [bad(root, False), bad(file, False)]
-        found += [bad(f"{root}/__pycache__", False, True), bad(cache_from_source(file), 0, 1)]
+        pyc = sys.implementation.cache_tag and cache_from_source(file)  # the one it loads
+        found += [bad(f"{root}/__pycache__", False, True), pyc and bad(pyc, False, True)]
         why = next(filter(None, found), None)
         hooked = sys.modules.get(hook)  # from this file already: site ran the .pth twice
         if why is None and getattr(hooked, "__file__", None) != file:
