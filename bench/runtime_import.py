@@ -24,8 +24,11 @@ the one patched module's checks and source. The modules have the sizes of the re
 (:data:`REAL_SIZES`, measured by bench/module_sizes.py); P7-hundred-pth is the same with the
 ``--pth`` form, in a venv of its own, against that venv with the ``.pth`` moved aside;
 P7-hundred-tiny is the worst case, 100 modules of 318 bytes, where the hook's fixed cost
-weighs most (reported). Warm bytecode on all sides; the sides run in turn (ABBA), and a
-figure is the median of each round's ratio.
+weighs most (reported); P7-hundred-hashed is P7-hundred with no stat facts recorded, so the
+hook hashes the installed file and the patched source at every start (as on tmpfs, vfat or
+FUSE; docs/security.md, "Runtime folders"): the cost the stat facts spare (reported). Warm
+bytecode on all sides; the sides run in turn (ABBA), and a figure is the median of each
+round's ratio.
 """
 
 from __future__ import annotations
@@ -241,12 +244,14 @@ def run_hundred(report: Report) -> None:
         real, real_pth = _hundred_setup(Path(tmp) / "real", REAL_SIZES, venvs=2)
         (tiny,) = _hundred_setup(Path(tmp) / "tiny", None)
         real_rt = _install(real, Path(tmp) / "real", env)
+        hashed_rt = _install(real, Path(tmp) / "real", env, hashed=True)
         _install(real_pth, Path(tmp) / "real", env, pth=True)
         pth_file = next(Path(real_pth).parent.parent.glob("lib/python*/site-packages/*.pth"))
         tiny_rt = _install(tiny, Path(tmp) / "tiny", env)
         sides = {
             "plain": ([real, "-c", code], env),
             "hooked": ([real, "-c", check], {**env, "PYTHONPATH": str(real_rt)}),
+            "hashed": ([real, "-c", check], {**env, "PYTHONPATH": str(hashed_rt)}),
             "pth": ([real_pth, "-c", check], env),
             "pth-plain": ([real_pth, "-c", code], env, pth_file),  # that venv, its .pth moved away
             "tiny-plain": ([tiny, "-c", code], env),
@@ -272,6 +277,8 @@ def run_hundred(report: Report) -> None:
     figure("P7-hundred", what, "hooked", "plain", 1.05)
     what = "the same, CPU time (user + system): less swayed by a loaded machine"
     figure("P7-hundred-cpu", what, "hooked", "plain", 1.05, cpu=1)
+    what = "the same, no stat facts: the hook hashes the installed and patched file each start"
+    figure("P7-hundred-hashed", what, "hashed", "plain", None)
     what = "the same with the --pth form (against that venv with its .pth moved aside)"
     figure("P7-hundred-pth", what, "pth", "pth-plain", 1.05)
     what = f"the worst case: {HUNDRED} modules of {TINY} bytes each, 1 patched (PYTHONPATH form)"
@@ -279,6 +286,7 @@ def run_hundred(report: Report) -> None:
     if counts:
         for fid, side, ref in (
             ("P7-hundred-instr", "hooked", "plain"),
+            ("P7-hundred-hashed-instr", "hashed", "plain"),
             ("P7-hundred-pth-instr", "pth", "pth-plain"),
             ("P7-hundred-tiny-instr", "tiny-hooked", "tiny-plain"),
         ):
@@ -300,10 +308,21 @@ def _instructions(cmd: list[str], env: dict[str, str], away: Path | None = None)
     return float(line.rsplit(":", 1)[1])
 
 
-def _install(python: str, work: Path, env: dict[str, str], pth: bool = False) -> Path:
-    """``runtime install bench`` into a new folder (``pth``: with the --pth form)."""
-    root = work / ("rt-pth" if pth else "rt")
-    cmd = [sys.executable, "-m", "compatkit", "--python", python, "--patchset-dir"]
+# compatkit's CLI with no file system on the allow-list: no stat facts recorded, as on tmpfs
+NO_FACTS = (
+    "import sys; from compatkit.runtime import proof; proof.SOUND = frozenset(); "
+    "from compatkit.cli.entry import run; sys.exit(run())"
+)
+
+
+def _install(
+    python: str, work: Path, env: dict[str, str], pth: bool = False, hashed: bool = False
+) -> Path:
+    """``runtime install bench`` into a new folder (``pth``: with the --pth form; ``hashed``:
+    with no stat facts, so the hook hashes at every start)."""
+    root = work / ("rt-pth" if pth else "rt-hashed" if hashed else "rt")
+    cmd = [sys.executable, *(["-c", NO_FACTS] if hashed else ["-m", "compatkit"])]
+    cmd += ["--python", python, "--patchset-dir"]
     cmd += [str(work / "ps"), "runtime", "install", "bench", "--dir", str(root)]
     subprocess.run(cmd + (["--pth"] if pth else []), check=True, capture_output=True, env=env)
     return root

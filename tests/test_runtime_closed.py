@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import compatkit
 from conftest import Demo
 from test_runtime import _env, reinstall_as_1_1, run  # as test_runtime's
 
@@ -239,3 +243,64 @@ def test_a_folder_damaged_past_its_manifest_can_still_be_uninstalled(
     assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))  # found without a manifest
     proc = run([demo.venv.python, "-c", PROBE], env)
     assert proc.returncode == 0 and proc.stdout.strip() == "hello x", proc.stderr
+
+
+def _compatkit_in(demo: Demo) -> Path:
+    """compatkit installed in the demo venv itself, as a development install is: a ``.pth``
+    naming its source folder and its dependencies' (this test run's), and the console script,
+    on the venv's PATH."""
+    src = Path(compatkit.__file__).parent.parent
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    (demo.venv.site / "zz-compatkit-dev.pth").write_text("\n".join([str(src), *deps]) + "\n")
+    bin_dir = Path(demo.venv.python).parent
+    script = bin_dir / "compatkit"
+    script.write_text(
+        f"#!{demo.venv.python}\nimport sys\nfrom compatkit.cli.entry import run\nsys.exit(run())\n"
+    )
+    script.chmod(0o755)
+    return bin_dir
+
+
+# each way a start is refused: in the boot (the hook missing), in the hook (its table
+# damaged), and the .pth form's own line (its boot module missing)
+DAMAGE = {
+    "hook": lambda root, site: next(root.glob("_compatkit_hook_*.py")).unlink(),
+    "table": lambda root, site: (root / "_compatkit_runtime" / "table.marshal").write_bytes(b"x"),
+    "boot": lambda root, site: (site / "_compatkit_boot.py").unlink(),
+}
+
+
+SLOW = pytest.mark.slow  # each case ≈ 2 s: two of them in the fast subset
+
+
+@pytest.mark.parametrize(
+    ("pth", "damage"),
+    [
+        pytest.param(False, "hook", id="sitecustomize-hook", marks=SLOW),
+        pytest.param(False, "table", id="sitecustomize-table"),
+        pytest.param(True, "hook", id="pth-hook"),
+        pytest.param(True, "table", id="pth-table", marks=SLOW),
+        pytest.param(True, "boot", id="pth-boot", marks=SLOW),
+    ],
+)
+def test_the_way_out_a_refused_start_names_works_from_that_interpreter(
+    demo: Demo, tmp_path: Path, pth: bool, damage: str
+) -> None:
+    """compatkit installed in the very environment whose start is refused: the command the
+    refusal names, run as written with that interpreter, removes the runtime, and then the
+    interpreter starts (unpatched)."""
+    root, env = _install(demo, tmp_path, pth)
+    env["PATH"] = f"{_compatkit_in(demo)}{os.pathsep}{env['PATH']}"
+    DAMAGE[damage](root, demo.venv.site)
+    proc = run([demo.venv.python, "-c", PROBE], env)
+    assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("compatkit runtime: refusing to start: "), line
+    (way_out,) = re.findall(r"'(compatkit runtime uninstall --dir [^']+)'", line)
+    proc = subprocess.run(way_out, shell=True, capture_output=True, text=True, env=env, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert f"removed the runtime hook in {root}" in proc.stdout
+    assert "compatkit starts without the hook" in proc.stderr  # said, not silent
+    proc = run([demo.venv.python, "-c", PROBE], env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "hello x", proc.stderr
+    assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))

@@ -6,8 +6,10 @@ pycs written at install are what a start loads, even with PYTHONDONTWRITEBYTECOD
 from __future__ import annotations
 
 import marshal
+import mmap
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -146,3 +148,53 @@ def test_a_start_loads_the_pycs_written_at_install(demo: Demo, tmp_path: Path) -
     for name in ("sitecustomize", "_compatkit_hook_"):
         assert f"code object from '{root}/__pycache__/{name}" in proc.stderr
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*.pyc")} == pycs  # none rewritten
+
+
+def test_an_edit_through_a_shared_writable_mapping_is_caught_at_start(
+    demo: Demo, tmp_path: Path
+) -> None:
+    """A process that holds the installed file mapped (shared, writable) and has dirtied its
+    page before install writes through it again after: on ext4 and the like such a write
+    leaves size, mtime and ctime as they were while the page stays dirty. Install writes the
+    page back first (fsync: every mapping of it is write-protected again), so the write after
+    it faults, and the kernel sets the ctime: the start hashes the file, and refuses it."""
+    greet = demo.venv.site / "demo/greet.py"
+    if proof._file_systems().get(greet.stat().st_dev) not in proof.SOUND:
+        pytest.skip("site-packages is on a file system whose ctime proves nothing")
+    _own_copy(greet)
+    with open(greet, "r+b") as f, mmap.mmap(f.fileno(), 0) as mapped:
+        mapped[0:1] = mapped[0:1]  # the page dirtied, its bytes the same
+        root = tmp_path / "rt"
+        code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(root))
+        assert code == 0, err
+        assert _table(root)["demo.greet"]["original_facts"] is not None
+        at = mapped.find(b"hello")
+        mapped[at : at + 5] = b"HOWDY"  # the same size, through the mapping
+        assert greet.read_bytes().count(b"HOWDY") == 1
+        env = _env(tmp_path, PYTHONPATH=str(root))
+        proc = run([demo.venv.python, "-c", PROBE], env)
+        assert proc.returncode == 1 and "hi x" not in proc.stdout, proc.stdout
+        assert "refusing to import demo.greet" in proc.stderr
+        assert "changed since demo-fix:patch-1 was prepared" in proc.stderr
+        code, _, err = demo.run("verify", "--runtime", str(root))
+        assert code == 1 and "changed since prepare" in err, err
+
+
+def test_no_facts_are_taken_on_tmpfs(tmp_path: Path) -> None:
+    """tmpfs writes no page back, so a page once mapped writable stays so: every later write
+    through that mapping leaves the ctime as it was. Its files are hashed at every import."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or proof._file_systems().get(shm.stat().st_dev) != "tmpfs":
+        pytest.skip("no tmpfs at /dev/shm")
+    path = Path(tempfile.mkdtemp(dir=shm)) / "f.py"
+    try:
+        path.write_bytes(b"x = 1\n")
+        old = time.time_ns() - 10**9
+        os.utime(path, ns=(old, old))
+        assert proof.of_path(str(path), b"x = 1\n") is None
+        on_disk = tmp_path / "f.py"  # the same on ext4 and the like: facts
+        on_disk.write_bytes(b"x = 1\n")
+        if proof._file_systems().get(on_disk.stat().st_dev) in proof.SOUND:
+            assert proof.of_path(str(on_disk), b"x = 1\n") is not None
+    finally:
+        shutil.rmtree(path.parent)

@@ -199,3 +199,63 @@ def test_the_block_goes_after_a_future_import_and_a_legacy_file_is_all_ours() ->
         startfiles.without_block(own + copied)
     with pytest.raises(CompatkitError, match="2 begin and 2 end markers"):
         startfiles.without_block(own + own)
+
+
+# the patched module, then the file of the hook module that serves it
+HOOK_PROBE = PROBE + (
+    "; import sys; print(*(m.__file__ for n, m in sys.modules.items() "
+    "if n.startswith('_compatkit_hook_')))"
+)
+
+
+@pytest.mark.parametrize("pth", [False, True], ids=["pythonpath", "pth"])
+def test_a_same_named_hook_on_pythonpath_is_never_imported(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    """The boot imports the hook from the file it checked, never by name through sys.path: a
+    same-named module in another user's PYTHONPATH folder (mode 777) changes nothing."""
+    root = tmp_path / "rt"
+    args = ["runtime", "install", "demo-fix", "--dir", str(root), *(["--pth"] if pth else [])]
+    assert demo.run(*args)[0] == 0
+    (hook,) = root.glob("_compatkit_hook_*.py")
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    evil.chmod(0o777)
+    if os.geteuid() == 0:
+        os.chown(evil, ATTACKER, ATTACKER)
+    (evil / hook.name).write_text("print('EVIL')\ndef start(*a):\n    pass\n")
+    path = str(evil) if pth else f"{evil}:{root}"  # ahead of the runtime folder on sys.path
+    proc = run([demo.venv.python, "-c", HOOK_PROBE], _env(tmp_path, PYTHONPATH=path))
+    assert "EVIL" not in proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["hi", "x", str(hook)], proc.stderr  # served patched, ours
+
+
+@pytest.mark.parametrize("pth", [False, True], ids=["pythonpath", "pth"])
+def test_the_hook_refuses_a_link_in_its_data_folder_at_start(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    """Install refuses a symbolic link inside the folder; so does every start, and a link
+    deeper down refuses the import that would read through it."""
+    root = tmp_path / "rt"
+    args = ["runtime", "install", "demo-fix", "--dir", str(root), *(["--pth"] if pth else [])]
+    assert demo.run(*args)[0] == 0
+    env = _env(tmp_path, **({} if pth else {"PYTHONPATH": str(root)}))
+    src = root / "_compatkit_runtime" / "src"
+    (key,) = src.iterdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (pyc,) = (root / "__pycache__").glob("_compatkit_hook_*.pyc")  # the hook's own bytecode
+    for link, deeper in ((src, False), (key, False), (pyc, False), (key / "demo", True)):
+        moved = elsewhere / link.name
+        link.rename(moved)
+        link.symlink_to(moved)  # the same files, trusted, through a link
+        proc = run([demo.venv.python, "-c", PROBE], env)
+        assert proc.returncode == 1 and "hi x" not in proc.stdout, proc.stdout
+        lines = proc.stderr.strip().splitlines()
+        assert deeper or len(lines) == 1, lines  # a refused import: its traceback follows
+        line = lines[0]
+        start = "refusing to import demo.greet" if deeper else "refusing to start"
+        assert line.startswith(f"compatkit runtime: {start}: ") and "symbolic link" in line, line
+        link.unlink()
+        moved.rename(link)
+        assert run([demo.venv.python, "-c", PROBE], env).stdout.strip() == "hi x"

@@ -43,7 +43,7 @@ TYPE_CHECKING = False  # not typing's: typing costs a bare python +19 ms CPU on 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import CodeType
-    from typing import Any, NoReturn
+    from typing import Any
 
     Entry = dict[str, Any]
     Facts = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, ino, dev
@@ -94,9 +94,27 @@ def _refuse(fullname: str, reason: str) -> RuntimeError:
     return refusal
 
 
-def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> "NoReturn":
-    """Stop the interpreter with one line: a start that cannot patch must not run on."""
-    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix}\n")
+def _own() -> bool:
+    """Whether this process is compatkit's own command line (startfiles.OWN, the same test)."""
+    try:
+        prog = sys.orig_argv[-len(sys.argv)] if sys.argv[0] == "-m" else sys.argv[0]
+    except (AttributeError, IndexError):
+        return False
+    return prog.rsplit("/", 1)[-1] == "compatkit"
+
+
+def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> None:
+    """Stop the interpreter with one line: a start that cannot patch must not run on. But
+    compatkit's own command line (:func:`_own`: the way out the line names) goes on, without
+    the hook: the caller returns before it activates anything."""
+    if _own():
+        sys.stderr.write(
+            f"compatkit runtime: compatkit starts without the hook in {root} ({why}); "
+            "its modules are not patched in this process\n"
+        )
+        return
+    way_out = f"(or remove it: 'compatkit runtime uninstall --dir {root}')"
+    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix} {way_out}\n")
     sys.stderr.flush()
     os._exit(1)
 
@@ -132,10 +150,41 @@ def _problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
     return None
 
 
-def _read(path: str) -> "tuple[bytes, Facts]":
-    """The bytes of a runtime folder's file, never through a link, only if trusted; and its
-    stat facts once read (a change before or while it was read shows in them)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+
+
+def _open(root: str, path: str) -> int:
+    """An fd of ``path``, a file below ``root`` (checked by the caller): each folder on the way
+    opened without following a link, by name in the one before it, and checked."""
+    names = path[len(root) + 1 :].split("/")
+    fd = os.open(root, _DIR)
+    try:
+        at = root
+        for name in names[:-1]:
+            at = f"{at}/{name}"
+            try:
+                sub = os.open(name, _DIR, dir_fd=fd)
+            except OSError:
+                why = _problem(at, os.lstat(name, dir_fd=fd))
+                if why:
+                    raise PermissionError(why) from None
+                raise
+            os.close(fd)
+            fd = sub
+            why = _problem(at, os.fstat(fd))
+            if why:
+                raise PermissionError(why)
+        return os.open(names[-1], os.O_RDONLY | _NOFOLLOW, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _read(root: str, path: str) -> "tuple[bytes, Facts]":
+    """The bytes of ``path``, a file of the runtime folder ``root``, never through a link (in
+    any folder below ``root`` either), only if trusted; and its stat facts once read (a change
+    before or while it was read shows in them)."""
+    fd = _open(root, path)
     try:  # os.read, not a file object: no isatty or seek calls (3 system calls a file)
         st = os.fstat(fd)
         why = _problem(path, st)
@@ -219,7 +268,8 @@ class Finder:
         origin = entry["origin"]
         patched = os.path.join(self.compatkit_root, DATA, "src", entry["patched"])
         pyc = os.path.join(self.compatkit_root, DATA, "pycache", _pyc_name(entry))
-        loader = _lazy("PatchedLoader")(fullname, origin, patched, pyc, entry["sha"])
+        root = self.compatkit_root
+        loader = _lazy("PatchedLoader")(fullname, origin, root, patched, pyc, entry["sha"])
         loader.facts = entry.get("patched_facts")
         spec = ModuleSpec(fullname, loader, origin=origin, is_package=entry["package"])
         if entry["package"]:
@@ -248,14 +298,16 @@ def _loader() -> "type[SourceFileLoader]":
 
         facts: "Facts | None" = None  # the patched source's, recorded at install
 
-        def __init__(self, fullname: str, path: str, patched: str, pyc: str, sha: str) -> None:
+        def __init__(
+            self, fullname: str, path: str, root: str, patched: str, pyc: str, sha: str
+        ) -> None:
             super().__init__(fullname, path)
-            self.patched, self.pyc, self.sha = patched, pyc, sha
+            self.root, self.patched, self.pyc, self.sha = root, patched, pyc, sha
 
         def get_data(self, path: str) -> bytes:
             if path == self.path:
                 try:
-                    data, facts = _read(self.patched)
+                    data, facts = _read(self.root, self.patched)
                 except OSError as exc:
                     reason = f"its patched source cannot be read ({exc}); {_AGAIN}"
                     raise _refuse(self.name, reason) from None
@@ -268,7 +320,7 @@ def _loader() -> "type[SourceFileLoader]":
         def get_code(self, fullname: str) -> "CodeType":
             source = self.get_data(self.path)
             register_lines(self.path, source)
-            code = _load_pyc(self.pyc, source)
+            code = _load_pyc(self.root, self.pyc, source)
             if code is None:
                 code = self.source_to_code(source, self.path)
                 if not sys.dont_write_bytecode:
@@ -286,10 +338,11 @@ def _pyc_header(source: bytes) -> bytes:
     return MAGIC_NUMBER + (0b11).to_bytes(4, "little") + source_hash(key, source)
 
 
-def _load_pyc(pyc: str, source: bytes) -> "CodeType | None":
-    """The code object in ``pyc`` if it is a checked-hash pyc of exactly ``source``."""
+def _load_pyc(root: str, pyc: str, source: bytes) -> "CodeType | None":
+    """The code object in ``pyc`` (of the runtime folder ``root``) if it is a checked-hash pyc
+    of exactly ``source``."""
     try:
-        data = _read(pyc)[0]
+        data = _read(root, pyc)[0]
     except OSError:
         return None
     header = _pyc_header(source)
@@ -387,39 +440,63 @@ def _then_lines(loader: "Any") -> None:
 
 
 def _check_root(root: str, walked: bool) -> str | None:
-    """Why the folder ``root`` (or one above it, or its data folder) is not trusted; with
-    ``walked``, the start-up code's boot has just checked ``root`` and every folder above it."""
+    """Why the folder ``root`` (or one above it) is not trusted; with ``walked``, the start-up
+    code's boot has just checked ``root`` and every folder above it: nothing is left."""
+    if walked:
+        return None
     parts = root.split("/")
-    above = [] if walked else ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
-    for path in above:
+    for path in ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]:
         why = _problem(path, os.lstat(path), above=True)
         if why:
             return why
-    for path in [os.path.join(root, DATA)] if walked else [root, os.path.join(root, DATA)]:
-        why = _problem(path, os.lstat(path))
+    return _problem(root, os.lstat(root))
+
+
+def _check_data(root: str, key: str) -> str | None:
+    """Why a folder of the data folder that the hook reads through is not trusted (a link, a
+    foreign one); the ones that do not exist yet are made, checked, when they are written."""
+    data = f"{root}/{DATA}"
+    for path in (f"{data}/src", f"{data}/src/{key}", f"{data}/pycache", f"{data}/pycache/{key}"):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        why = _problem(path, st)
         if why:
             return why
     return None
 
 
-def _load_table(root: str, modules: "Sequence[str]", walked: bool) -> "dict[str, Any]":
-    """The table, checked: the folder trusted, the format known, every named module in it."""
+def _load_table(root: str, modules: "Sequence[str]", walked: bool) -> "dict[str, Any] | None":
+    """The table, checked: the folder trusted, the format known, every named module in it;
+    None when the start is refused and compatkit's own command goes on without the hook."""
     try:
         why = _check_root(root, walked)
         if why:
             _refuse_start(root, why, "use a folder only you can write, and install again")
-        table = marshal.loads(_read(os.path.join(root, DATA, "table.marshal"))[0])
+            return None
+        table = marshal.loads(_read(root, f"{root}/{DATA}/table.marshal")[0])
         if not isinstance(table, dict) or table.get("format") != 1:
             raise ValueError("not a format-1 table")
         if not isinstance(table["modules"], dict) or not isinstance(table["guards"], dict):
             raise ValueError("no modules or guards")
+        why = _check_data(root, str(table.get("key")))
+        if why:
+            _refuse_start(root, why, "use a folder only you can write, and install again")
+            return None
+    except PermissionError as exc:  # a folder on the way to the table is not trusted
+        _refuse_start(root, str(exc), "use a folder only you can write, and install again")
+        return None
     except (OSError, ValueError, EOFError, TypeError, KeyError) as exc:
         why = f"the table of {root} is missing or damaged ({exc})"
-        _refuse_start(root, f"{why}, so {', '.join(modules) or 'its modules'} would run unpatched")
+        mods = ", ".join(modules) or "its modules"
+        _refuse_start(root, f"{why}, so {mods} would run unpatched")
+        return None
     lost = [m for m in modules if m not in table["modules"]]
     if lost:
         why = f"the table of {root} lacks {', '.join(lost)}, which it must patch"
         _refuse_start(root, why)
+        return None
     return table
 
 
@@ -435,6 +512,8 @@ def start(root: str | None = None, modules: "Sequence[str]" = (), walked: bool =
     if any(getattr(f, "compatkit_root", None) == root for f in sys.meta_path):
         return
     table = _load_table(root, modules, walked)
+    if table is None:
+        return  # refused, and this is compatkit's own command: no hook
     early = sorted(m for m in table["modules"] if m in sys.modules)
     if early:
         why = (
@@ -443,11 +522,13 @@ def start(root: str | None = None, modules: "Sequence[str]" = (), walked: bool =
         )
         fix = "remove that early import (a .pth file or sitecustomize), or use compatkit apply"
         _refuse_start(root, why, fix)
+        return
     for other in sys.meta_path:
         both = sorted(set(getattr(other, "modules", {})) & set(table["modules"]))
         if getattr(other, "compatkit_root", None) and both:
             why = f"{root} and {other.compatkit_root} both patch {', '.join(both)}"  # type: ignore[attr-defined]
             _refuse_start(root, why, "keep one runtime folder per module (uninstall the other)")
+            return
     sys.meta_path.insert(0, Finder(root, table))
 
 

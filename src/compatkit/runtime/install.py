@@ -34,7 +34,7 @@ from pathlib import Path
 
 from compatkit import atomic
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.runtime import startfiles
+from compatkit.runtime import proof, startfiles
 from compatkit.runtime.folder import Folder, check_name
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
 from compatkit.runtime.proof import Facts
@@ -55,12 +55,14 @@ def hook_module() -> str:
 
 
 def _table(prep: Prepared, facts: dict[str, Facts | None]) -> dict[str, object]:
-    """What the hook reads; ``facts``: each patched source's stat facts (by module)."""
+    """What the hook reads; ``facts``: each patched source's stat facts (by module). The
+    installed files' are taken now, when the folder is written (not at each ``exec`` that
+    finds its folder written already: taking them costs an ``fsync`` a file)."""
     modules = {
         f.module: {
             "origin": f.origin,
             "original": sha(f.original),
-            "original_facts": f.facts,
+            "original_facts": None if f.original is None else proof.of_path(f.origin, f.original),
             "patched": None if f.patched is None else f"{prep.key}/{f.relpath}",
             "sha": sha(f.patched),
             "patched_facts": facts.get(f.module),

@@ -25,7 +25,6 @@ from compatkit.load.registry import Registry
 from compatkit.model import startup_code
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import hash_bytes
-from compatkit.runtime import proof
 from compatkit.runtime.startfiles import BOOT
 from compatkit.value import Value
 
@@ -35,7 +34,7 @@ HOOK_SOURCE = Path(__file__).with_name("hook.py")
 class RuntimeFile(Value):
     """One module file: where it is installed, what it held, what runtime mode serves."""
 
-    __slots__ = ("relpath", "module", "origin", "original", "patched", "patches", "facts")
+    __slots__ = ("relpath", "module", "origin", "original", "patched", "patches")
 
     def __init__(
         self,
@@ -45,11 +44,9 @@ class RuntimeFile(Value):
         original: bytes | None,  # None: a patch creates it
         patched: bytes | None,  # None: a patch deletes it
         patches: tuple[str, ...],  # "patchset:patch-id" of every patch touching it
-        facts: proof.Facts | None = None,  # the installed file's stat facts (compatkit.proof)
     ) -> None:
         self.relpath, self.module, self.origin = relpath, module, origin
         self.original, self.patched, self.patches = original, patched, patches
-        self.facts = facts
 
     @property
     def package(self) -> bool:
@@ -184,12 +181,9 @@ def _patch_dist(dist: Dist, sets: list[Patchset], force: bool) -> list[RuntimeFi
     files = []
     for path in paths:
         origin, original = os.path.join(str(dist.root), path), originals[path]
-        facts = None if original is None else proof.of_path(origin, original)
         patches = tuple(result.touched_by[path])
         files.append(
-            RuntimeFile(
-                path, module_name(path), origin, original, result.contents[path], patches, facts
-            )
+            RuntimeFile(path, module_name(path), origin, original, result.contents[path], patches)
         )
     return files
 

@@ -12,7 +12,13 @@ provided that
 
 - the file system keeps a real change time (an allow-list of Linux file systems, found in
   ``/proc/self/mountinfo``: vfat reports the creation time as ctime, FUSE whatever its daemon
-  says; anywhere else nothing is recorded, and the hook always hashes), and
+  says; anywhere else nothing is recorded, and the hook always hashes),
+- no page of the file was dirty when they were taken: a write through a shared writable
+  mapping sets the ctime only when it faults, on a page that is clean (written back, so
+  write-protected in every mapping); later writes to that dirty page set nothing. The facts
+  are taken after an ``fsync``, which writes every dirty page back and write-protects it, so
+  the next write through any mapping faults and sets the ctime. tmpfs never writes a page
+  back: a page once mapped writable stays so, and is not on the allow-list; and
 - the file system's clock had moved past the file's last change when the facts were taken (a
   change within the same timestamp tick would keep the same ctime: git's "racy clean" case).
   Timestamps finer than a second tick with the kernel's coarse clock, every few ms: facts are
@@ -38,10 +44,9 @@ Facts = tuple[int, int, int, int, int]
 
 FINE_NS = 50_000_000  # the coarse clock ticks every 1-10 ms (HZ 1000-100)
 COARSE_NS = 2_000_000_000  # FAT's 2 s, the coarsest timestamps there are
-# Local Linux file systems whose ctime is the kernel's, set at every change of the inode.
-SOUND = frozenset(
-    {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "overlay", "zfs", "f2fs", "bcachefs"}
-)
+# Local Linux file systems whose ctime is the kernel's, set at every change of the inode, and
+# which write a dirty page back (tmpfs does not: a write through a mapping may never show).
+SOUND = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "overlay", "zfs", "f2fs", "bcachefs"})
 
 
 def facts(st: os.stat_result) -> Facts:
@@ -87,6 +92,10 @@ def of_fd(fd: int, expected: bytes) -> Facts | None:
     ``expected``; None if they cannot (the hook then hashes it at every import)."""
     first = os.fstat(fd)
     if _file_systems().get(first.st_dev) not in SOUND or not _settled(first.st_ctime_ns):
+        return None
+    try:  # no dirty page left: a write through a mapping from here on faults, and sets ctime
+        os.fsync(fd)
+    except OSError:
         return None
     before = os.fstat(fd)  # after the tick: a change from here on shows in the ctime
     os.lseek(fd, 0, os.SEEK_SET)

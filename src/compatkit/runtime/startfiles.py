@@ -30,8 +30,40 @@ LEGACY = "# compatkit runtime hook"  # the first line of a whole-file sitecustom
 PTH_NAME = "00-compatkit-runtime"  # the --pth form: PTH_NAME.pth and .start in site-packages,
 BOOT_MODULE = "_compatkit_boot"  # and BOOT as a module there (the .pth line loads its pyc)
 
+# Whether this process is compatkit's own command line (its console script, or ``python -m
+# compatkit``), as ``sys`` tells it while ``site`` runs: ``sys.argv[0]`` is the script, or
+# ``-m`` with the module's name in ``sys.orig_argv`` just before the arguments. A start that
+# would be refused lets compatkit through, without the hook, so that the way out the refusal
+# names ('compatkit runtime uninstall --dir DIR') works from that very interpreter.
+OWN = (
+    "(sys.orig_argv[-len(sys.argv)] if sys.argv[0] == '-m' else sys.argv[0])"
+    ".rsplit('/', 1)[-1] == 'compatkit'"
+)
+
+
+def _refusal(why: str, modules: str, root: str, exit_: str) -> str:
+    """Code that writes the one line of a refused start, then ends the process (``exit_``)
+    unless it is compatkit's own (:data:`OWN`), which goes on without the hook."""
+    return (
+        "try:\n"
+        f"    own = {OWN}\n"
+        "except Exception:\n"
+        "    own = False\n"
+        "if own:\n"
+        f"    sys.stderr.write(f'compatkit runtime: compatkit starts without the hook in "
+        f"{{{root}}} ({{{why}}}); {{{modules}}} are not patched in this process\\n')\n"
+        "else:\n"
+        f"    sys.stderr.write(f'compatkit runtime: refusing to start: {{{why}}}, and "
+        f"{{{modules}}} must not be imported unpatched; run \\'compatkit runtime install\\' "
+        f"again, or \\'compatkit runtime uninstall --dir {{{root}}}\\'\\n')\n"
+        "    sys.stderr.flush()\n"
+        f"    {exit_}\n"
+    )
+
+
 # Runs at every start of the target interpreter: standard library only, nothing heavy.
-BOOT = """\
+BOOT = (
+    """\
 def _compatkit_boot(root, hook, modules, chain):
     import os, stat, sys
     euid = os.geteuid()
@@ -44,34 +76,48 @@ def _compatkit_boot(root, hook, modules, chain):
             raise
         if stat.S_ISLNK(st.st_mode):
             return path + " is a symbolic link"
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode) and not above):
+            return path + " is not a regular file or folder"
         if st.st_uid not in (0, euid):
             return f"{path} is owned by another user (uid {st.st_uid})"
         if st.st_mode & 0o022 and not (above and st.st_mode & stat.S_ISVTX):
             return f"{path} is writable by others"
         return None
     why = None
+    file = f"{root}/{hook}.py"
     try:
+        from _frozen_importlib_external import SourceFileLoader, cache_from_source
         parts = root.split("/")
         paths = ["/".join(parts[:i]) or "/" for i in range(1, len(parts))]
-        found = [bad(p, True) for p in paths] + [bad(root, False)]
-        found += [bad(f"{root}/{hook}.py", False), bad(f"{root}/__pycache__", False, True)]
+        found = [bad(p, True) for p in paths] + [bad(root, False), bad(file, False)]
+        pyc = sys.implementation.cache_tag and cache_from_source(file)  # the one it loads
+        found += [bad(f"{root}/__pycache__", False, True), pyc and bad(pyc, False, True)]
         why = next(filter(None, found), None)
-        if why is None:
-            start = __import__(hook).start
+        hooked = sys.modules.get(hook)  # from this file already: site ran the .pth twice
+        if why is None and getattr(hooked, "__file__", None) != file:
+            # the file just checked, by its path: never a module found by name on sys.path
+            from _frozen_importlib import module_from_spec
+            from _frozen_importlib_external import spec_from_file_location
+            spec = spec_from_file_location(hook, file, loader=SourceFileLoader(hook, file))
+            sys.modules[hook] = hooked = module_from_spec(spec)
+            spec.loader.exec_module(hooked)
     except Exception as exc:
-        why = f"the runtime hook {hook} cannot be imported ({type(exc).__name__}: {exc})"
+        why = f"the runtime hook {file} cannot be loaded ({type(exc).__name__}: {exc})"
     if why:
-        sys.stderr.write(
-            f"compatkit runtime: refusing to start: {why}, and {', '.join(modules)} must not "
-            f"be imported unpatched; run 'compatkit runtime install' again, or 'compatkit "
-            f"runtime uninstall --dir {root}'\\n"
-        )
-        sys.stderr.flush()
-        os._exit(1)
-    start(root, modules, True)  # root and the folders above it: checked just now
-    if chain:
-        __import__(hook).chain_sitecustomize(os.path.join(root, "sitecustomize.py"))
+        sys.modules.pop(hook, None)
+        modules = ", ".join(modules)
 """
+    + "".join(
+        "        " + line + "\n"
+        for line in _refusal("why", "modules", "root", "os._exit(1)").splitlines()
+    )
+    + """\
+        return
+    hooked.start(root, modules, True)  # root and the folders above it: checked just now
+    if chain:
+        hooked.chain_sitecustomize(os.path.join(root, "sitecustomize.py"))
+"""
+)
 
 
 def _call(root: str, hook: str, modules: list[str], chain: bool) -> str:
@@ -104,10 +150,12 @@ def pth_lines(root: str, hook: str, modules: list[str], names: list[str], site: 
     """The ``.pth`` file: a comment, the folder (a path line), one import line. That line loads
     :func:`boot_module` from ``site`` (its pyc: the checks are not compiled at every start),
     found there only; if it cannot, the start stops with one line."""
-    why = f"compatkit runtime: refusing to start: {site}/{BOOT_MODULE}.py cannot be loaded ("
-    fix = (
-        f"), and {', '.join(modules)} must not be imported unpatched; run 'compatkit runtime "
-        f"install' again, or 'compatkit runtime uninstall --dir {root}'\n"
+    why = f"{site}/{BOOT_MODULE}.py cannot be loaded ("
+    fail = (  # compiled only when the boot module cannot be loaded
+        "import os\n"
+        f"why = {why!r} + f'{{type(exc).__name__}}: {{exc}})'\n"
+        f"modules, root = {', '.join(modules)!r}, {root!r}\n"
+        + _refusal("why", "modules", "root", "os._exit(1)")
     )
     code = (
         "try:\n"
@@ -118,11 +166,9 @@ def pth_lines(root: str, hook: str, modules: list[str], names: list[str], site: 
         f"    boot = type(sys)({BOOT_MODULE!r})\n"
         "    spec.loader.exec_module(boot)\n"
         "except Exception as exc:\n"
-        "    import os\n"
-        f"    sys.stderr.write({why!r} + f'{{type(exc).__name__}}: {{exc}}' + {fix!r})\n"
-        "    sys.stderr.flush()\n"
-        "    os._exit(1)\n"
-        f"boot.{_call(root, hook, modules, False)}\n"
+        f"    boot = exec({fail!r})\n"
+        "if boot:\n"
+        f"    boot.{_call(root, hook, modules, False)}\n"
     )
     return (
         f"{LEGACY}: applies {', '.join(names)} at import time; remove it with "
