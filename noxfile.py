@@ -156,6 +156,10 @@ def proof(session: nox.Session) -> None:
         ("speculators040-vllm016", ["speculators==0.4.0", "vllm==0.16.0", "pytest"]),
         ("speculators-vllm017", ["speculators==0.3.0", "vllm==0.17.1", "pytest"]),
         ("vllm033-hidden-states", TODAY_STACK),
+        # the second domain: no torch, no GPU; each venv shared with its matrix cell
+        ("transformers-config-fallback", ["transformers==5.25.0", "pytest"]),
+        ("transformers457-config-fallback", ["transformers==4.57.6", "pytest"]),
+        ("gguf-q2-0", ["gguf==0.19.0", "pytest"]),
     ):
         target = _real_env(session, _stack_name(stack), stack)
         session.run(

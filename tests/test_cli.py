@@ -184,11 +184,17 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
     assert "compatkit/patchsets/speculators040-vllm016/patchset.toml" in names
     assert "compatkit/patchsets/speculators-vllm017/patchset.toml" in names
     assert "compatkit/patchsets/vllm033-hidden-states/patchset.toml" in names
+    assert "compatkit/patchsets/transformers-config-fallback/patchset.toml" in names
+    assert "compatkit/patchsets/transformers457-config-fallback/patchset.toml" in names
+    assert "compatkit/patchsets/gguf-q2-0/patchset.toml" in names
     for smoke in (
         "compatkit/patchsets/speculators-vllm016/smoke/test_patch_6",
         "compatkit/patchsets/speculators040-vllm016/smoke/test_patch_11",  # its own smoke/
         "compatkit/patchsets/speculators-vllm017/smoke/test_patch_13",
         "compatkit/patchsets/vllm033-hidden-states/smoke/test_patch_14",
+        "compatkit/patchsets/transformers-config-fallback/smoke/conftest",
+        "compatkit/patchsets/transformers-config-fallback/smoke/test_patch_15",
+        "compatkit/patchsets/gguf-q2-0/smoke/test_patch_16",
     ):
         assert any(n.startswith(smoke) for n in names), smoke
     venv = tmp_path / "v"
@@ -202,8 +208,11 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
         [str(venv / "bin/compatkit"), "list", "--json"], capture_output=True, text=True, check=True
     ).stdout
     assert [p["name"] for p in json.loads(out)["patchsets"]] == [
+        "gguf-q2-0",
         "speculators-vllm016",
         "speculators-vllm017",
         "speculators040-vllm016",
+        "transformers-config-fallback",
+        "transformers457-config-fallback",
         "vllm033-hidden-states",
     ]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from compatkit.delivery.wheels import WheelSource
+from compatkit.ops.classify import against_newest
 from conftest import (
     DEMO_FILES,
     PATCH_GREET,
@@ -93,3 +95,72 @@ def test_a_resolver_conflict_is_one_line_naming_the_pair(demo: Demo, local_index
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("compatkit: error: cannot install ")
     assert "Because" in err and "ckdemo==2.0" in err and "cklib" in err
+
+
+@pytest.mark.parametrize(
+    ("against", "pinned"),
+    [
+        ("ckdemo", "ckdemo==2.0"),
+        ("ckdemo==latest", "ckdemo==2.0"),
+        ("CKDemo == latest", "ckdemo==2.0"),
+        ("ckdemo[fast]==latest", "ckdemo[fast]==2.0"),
+        ("ckdemo==1.0", "ckdemo==1.0"),  # a version given: as it is
+        ("cklib", "cklib==2.0"),
+        ("ckpre", "ckpre==1.0rc1"),  # pre-releases only: the newest of them
+    ],
+)
+def test_against_newest_picks_the_newest_final_release(
+    local_index: Path, against: str, pinned: str
+) -> None:
+    """No version: the newest release there, a final one while there is one (3.0rc1 of
+    ckdemo does not count), as an installer picks."""
+    build_wheel(local_index, "ckdemo", "3.0rc1", DEMO_2)
+    for version in ("0.9rc2", "1.0rc1"):
+        build_wheel(local_index, "ckpre", version, {"ckpre/__init__.py": b""})
+    source = WheelSource(wheel_dirs=(local_index,), index=False)
+    assert str(against_newest(against, source)) == pinned
+
+
+@pytest.mark.slow
+def test_upstream_against_the_newest_release(
+    demo: Demo, local_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--against ckdemo==latest`` installs and checks ckdemo 2.0, and says which it took."""
+    build_wheel(local_index, "ckdemo", "3.0rc1", DEMO_2, ("cklib>=2",))
+    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")  # versions from the local folder only
+    monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(local_index))
+    patches = {"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL}
+    write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", distribution="ckdemo")
+    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--against")
+    code, out, err = run_cli(demo.capsys, "--json", *args, "ckdemo==latest")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["against"] == "ckdemo==2.0"
+    assert [p["state"] for p in doc["patches"]] == ["removed upstream", "needs port"]
+    code, out, err = run_cli(demo.capsys, *args, "ckdemo")
+    assert code == 0, err
+    assert out.startswith("the newest ckdemo on the index: ckdemo==2.0\n")
+
+
+def test_against_latest_bad_input_is_one_line(demo: Demo, local_index: Path) -> None:
+    write_patchset(demo.patchsets, "ck-fix", {"0001.patch": PATCH_GREET}, distribution="ckdemo")
+    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--against")
+    for against, code, why in (
+        ("cklib==latest", 2, "--against names cklib, but ck-fix targets ckdemo"),
+        ("ckdemo>=1,==latest", 2, "'latest' takes a bare distribution name"),
+        ("ckdemo==", 2, "--against 'ckdemo=='"),
+    ):
+        got, _out, err = run_cli(demo.capsys, *args, against)
+        assert got == code and why in err and err.count("\n") == 1, err
+
+
+def test_against_latest_with_no_release_found(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
+    monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(tmp_path / "empty"))
+    write_patchset(demo.patchsets, "ck-fix", {"0001.patch": PATCH_GREET}, distribution="ckdemo")
+    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--against", "ckdemo")
+    code, _out, err = run_cli(demo.capsys, *args)
+    assert code == 1
+    assert err == "compatkit: error: no release of ckdemo found in the wheel directories\n"

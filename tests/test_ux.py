@@ -87,6 +87,16 @@ def test_status_output_in_a_pipe_is_at_most_100_columns(demo: Demo) -> None:
     assert max(len(line) for line in proc.stdout.splitlines()) <= 100, proc.stdout
 
 
+def test_a_plain_table_wraps_its_title_to_the_width() -> None:
+    """A long patchset name and target in the title (transformers-config-fallback's is 115
+    characters) used to run past the width the rows keep to."""
+    title = "transformers-config-fallback 1.0.0 → transformers<=5.25.0,>=5.0.0 (not installed)"
+    text = plain_table(title, ["patch", "state"], [["patch-15", "not applicable"]], width=40)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 40
+    assert " ".join(lines[:3]) == title and lines[3].startswith("patch ")
+
+
 def _cell(seconds: float, reason: str) -> dict[str, object]:
     entry = {"id": "patch-1", "state": "applied", "smoke": "fail", "reason": reason}
     return {

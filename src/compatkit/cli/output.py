@@ -113,7 +113,8 @@ def plain_table(
     rows: Sequence[Sequence[str]],
     width: int | None = None,
 ) -> str:
-    """Columns padded to their widest cell, the whole table at most ``width`` columns wide
+    """Columns padded to their widest cell, the whole table (title included, wrapped at
+    spaces) at most ``width`` columns wide
     ($COLUMNS, else 100): the widest columns are narrowed and their cells wrapped at spaces
     onto more lines, so a CI log stays readable (``--json`` has every text on one line). A
     word (a patchset name, a patch id, a version) is never split: a table whose words do not
@@ -135,7 +136,7 @@ def plain_table(
         if widths[i] <= floor[i]:
             break
         widths[i] -= 1
-    lines = [title] if title else []
+    lines = wrap(title, limit) if title else []  # the title too: a long name + target
     for n, row in enumerate(cells):
         lines += _wrapped_row(row, widths)
         if n == 0:

@@ -233,7 +233,10 @@ COMMANDS: dict[str, Command] = {
                 "kind": "value",
                 "required": True,
                 "metavar": "DIST==VERSION",
-                "help": "the release to check, e.g. vllm==0.17.1 (installed in a throw-away venv)",
+                "help": (
+                    "the release to check, e.g. vllm==0.17.1 (installed in a throw-away venv); "
+                    "DIST or DIST==latest: the newest release on the index"
+                ),
             },
             {
                 "flags": ("--with",),

@@ -11,6 +11,10 @@ can retire, there is nothing to port to), **needs port** when it fails and the d
 with files that are still there, and **still needed** when it fails and the diff would still
 apply. A removed patch's reason is its smoke test's own first error (the exception line), never
 "blocked: needs patch-N": the blocker is that the code is gone.
+
+The release to check may be named without a version (``DIST`` or ``DIST==latest``): it is then
+the newest release on the index (:func:`against_newest`), which the weekly CI job checks every
+bundled patchset against.
 """
 
 from __future__ import annotations
@@ -21,9 +25,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from compatkit.delivery.wheels import WheelSource
 from compatkit.env.checks import textual_status
 from compatkit.env.target import Dist, Environment
-from compatkit.errors import CompatkitError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.results import Status
 from compatkit.ops.smoke import run_smoke, select
@@ -61,6 +70,34 @@ def classify(ps: Patchset, env: Environment) -> list[Verdict]:
         error = "" if result.verdict is Status.PASS else result.error
         verdicts.append(Verdict(patch.id, state, result.verdict, detail, reason, error))
     return verdicts
+
+
+LATEST = "==latest"
+
+
+def against_newest(against: str, source: WheelSource | None = None) -> Requirement:
+    """``DIST==VERSION`` as given; ``DIST`` or ``DIST==latest`` pinned to the newest release
+    of DIST on the index (and in ``COMPATKIT_WHEEL_DIR``): a final release, or a pre-release
+    where there is none, as an installer picks one (packaging's default filter)."""
+    text = against.strip()
+    latest = text.replace(" ", "").lower().endswith(LATEST)
+    if latest:
+        text = text[: text.lower().rindex("==")]  # "==latest" is not PEP 440: strip it
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        raise UsageError(f"--against {against!r}: {str(exc).splitlines()[0]}") from None
+    if req.url or (latest and req.specifier):
+        raise UsageError(f"--against {against!r}: 'latest' takes a bare distribution name")
+    if req.specifier:
+        return req
+    src = source or WheelSource.configure()
+    found = list(SpecifierSet().filter(src.versions(req.name)))
+    if not found:
+        where = src.index_url if src.index else "the wheel directories"
+        raise CompatkitError(f"no release of {req.name} found in {where}")
+    req.name, req.specifier = canonicalize_name(req.name), SpecifierSet(f"=={max(found)}")
+    return req
 
 
 def removed_files(patch: Patch, dist: Dist) -> list[str]:

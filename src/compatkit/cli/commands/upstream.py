@@ -1,5 +1,7 @@
 """``compatkit upstream PATCHSET --against DIST==VERSION``: did upstream absorb the fixes?
 
+``--against DIST`` (or ``DIST==latest``) checks the newest release on the index.
+
 The verdicts and their two oracles: :mod:`compatkit.ops.classify`.
 """
 
@@ -9,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from compatkit.cli.output import Output
 from compatkit.env.checks import requirement_problems, target_problem
@@ -17,7 +20,7 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import Status
-from compatkit.ops.classify import classify, throwaway_env
+from compatkit.ops.classify import against_newest, classify, throwaway_env
 from compatkit.ops.smoke import require_pytest
 
 
@@ -29,13 +32,16 @@ def _throwaway(against: Requirement, extra: list[str], folder: Path, out: Output
     return throwaway_env(packages, folder)
 
 
-def _parse_against(ps: Patchset, against: str) -> Requirement:
+def _parse_against(ps: Patchset, against: str, out: Output) -> Requirement:
     try:
-        req = Requirement(against)
+        named = canonicalize_name(Requirement(against.split("==")[0]).name)
     except InvalidRequirement as exc:
-        raise UsageError(f"--against {against!r}: {exc}") from None
-    if req.name.lower().replace("_", "-") != ps.distribution:
-        raise UsageError(f"--against names {req.name}, but {ps.name} targets {ps.distribution}")
+        raise UsageError(f"--against {against!r}: {str(exc).splitlines()[0]}") from None
+    if named != ps.distribution:
+        raise UsageError(f"--against names {named}, but {ps.name} targets {ps.distribution}")
+    req = against_newest(against)
+    if str(req) != against.strip():
+        out.line(f"the newest {req.name} on the index: {req}")
     return req
 
 
@@ -49,7 +55,7 @@ def upstream(
 ) -> int:
     out = out or Output()
     ps = registry.get(name)
-    req = _parse_against(ps, against)
+    req = _parse_against(ps, against, out)
     with tempfile.TemporaryDirectory(prefix="compatkit-upstream-") as tmp:
         target = env or _throwaway(req, _parse_with(extra), Path(tmp) / "venv", out)
         require_pytest(target)
