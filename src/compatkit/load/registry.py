@@ -7,8 +7,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from compatkit.errors import UsageError

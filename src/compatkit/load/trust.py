@@ -72,6 +72,23 @@ class Finding:
         self.path, self.why, self.fixes = path, why, fixes
 
 
+def _verdict(path: str, st: os.stat_result, owners: tuple[int, ...], above: bool) -> Finding | None:
+    mode, uid = st.st_mode, st.st_uid
+    foreign = uid not in owners
+    if stat.S_ISLNK(mode):  # its folder decides where it leads: judged on its own
+        return Finding(path, f"a link owned by uid {uid}", ("chown -h",)) if foreign else None
+    sticky = stat.S_ISDIR(mode) and bool(mode & stat.S_ISVTX)
+    writable = bool(mode & 0o022) and not (above and sticky)
+    if not foreign and not writable:
+        return None
+    if foreign:
+        why = f"owned by uid {uid} (not you or root)"
+    else:
+        why = "writable by others" if mode & 0o002 else "writable by its group"
+    shared = sticky and writable and bool(mode & 0o002)  # /tmp itself: move out of it
+    return Finding(path, why, () if shared else ("chown",) * foreign + ("chmod",) * writable)
+
+
 class Resolver:
     """Resolves and judges paths for one command; each path is ``lstat``-ed once.
 
@@ -82,7 +99,9 @@ class Resolver:
     def __init__(self, owners: tuple[int, ...] | None = None) -> None:
         self.owners = (os.geteuid(), 0) if owners is None else owners
         self._stats: dict[str, os.stat_result] = {}
-        self._judged: set[tuple[str, bool]] = set()
+        self._verdicts: dict[tuple[str, bool], Finding | None] = {}
+        self._chains: dict[tuple[str, bool], list[Finding]] = {}  # a path and all above it
+        self._folders: dict[str, tuple[str, list[Finding]]] = {}  # resolved, and what it found
 
     def lstat(self, path: str) -> os.stat_result:
         st = self._stats.get(path)
@@ -95,49 +114,53 @@ class Resolver:
     ) -> None:
         """A finding for ``path`` if another user may change it (``above``: it only holds
         a part we trust, so a sticky bit makes it safe)."""
-        if (path, above) in self._judged:
-            return
-        self._judged.add((path, above))
-        mode, uid = st.st_mode, st.st_uid
-        foreign = uid not in self.owners
-        sticky = stat.S_ISDIR(mode) and bool(mode & stat.S_ISVTX)
-        writable = bool(mode & 0o022) and not (above and sticky)
-        if stat.S_ISLNK(mode):
-            if foreign:
-                found.append(Finding(path, f"a link owned by uid {uid}", ("chown -h",)))
-            return
-        if not foreign and not writable:
-            return
-        if foreign:
-            why = f"owned by uid {uid} (not you or root)"
-        else:
-            why = "writable by others" if mode & 0o002 else "writable by its group"
-        shared = sticky and writable and bool(mode & 0o002)  # /tmp itself: move out of it
-        fixes = () if shared else ("chown",) * foreign + ("chmod",) * writable
-        found.append(Finding(path, why, fixes))
+        key = (path, above)
+        if key not in self._verdicts:
+            self._verdicts[key] = _verdict(path, st, self.owners, above)
+        verdict = self._verdicts[key]
+        if verdict is not None:
+            found.append(verdict)
 
     def chain(self, real: str, found: list[Finding], above: bool = False) -> None:
-        """Judge the resolved path ``real`` and every folder above it (sticky is fine there)."""
-        path = real
-        while True:
-            st = self.lstat(path)
-            if stat.S_ISLNK(st.st_mode):  # replaced by a link since it was resolved
-                found.append(Finding(path, "a symbolic link (changed while checked)", ()))
-            else:
-                self.judge(path, st, found, above)
+        """Judge the resolved path ``real`` and every folder above it (sticky is fine there);
+        each folder once per command."""
+        todo, path, up = [], real, above
+        while (path, up) not in self._chains:
+            todo.append((path, up))
             parent = os.path.dirname(path)
             if parent == path:
-                return
-            path, above = parent, True
+                break
+            path, up = parent, True
+        for path, up in reversed(todo):
+            own: list[Finding] = []
+            st = self.lstat(path)
+            if stat.S_ISLNK(st.st_mode):  # replaced by a link since it was resolved
+                own.append(Finding(path, "a symbolic link (changed while checked)", ()))
+            self.judge(path, st, own, up)
+            parent = os.path.dirname(path)
+            above_it = self._chains.get((parent, True), []) if parent != path else []
+            self._chains[(path, up)] = own + above_it
+        found.extend(self._chains[(real, above)])
 
     def resolve(self, path: str, found: list[Finding]) -> str:
         """``path`` with every link resolved (OSError if a part is missing), each link's folder
         and the folders above it judged (a link in a folder another user may change leads where
-        that user says), then the result and the folders above it."""
+        that user says), then the result and the folders above it. Each folder is resolved
+        once per command (a series' patches share one or two: start-up time, P1)."""
         if not os.path.isabs(path):
             path = os.path.join(os.getcwd(), path)
-        pending = path.split("/")[::-1]
-        done, hops = "/", 0
+        head, leaf = os.path.split(path)
+        if leaf in ("", ".", ".."):
+            return self._resolve(path, found)
+        folder = self._folders.get(head)
+        if folder is None:
+            mine: list[Finding] = []
+            folder = self._folders[head] = (self._resolve(head, mine), mine)
+        found.extend(folder[1])
+        return self._resolve(leaf, found, folder[0])
+
+    def _resolve(self, path: str, found: list[Finding], done: str = "/") -> str:
+        pending, hops = path.split("/")[::-1], 0
         while pending:
             name = pending.pop()
             if name in ("", "."):
@@ -166,10 +189,10 @@ class Resolver:
 
     def survey(self, root: str, found: list[Finding], parts: tuple[str, ...] = ()) -> None:
         """Judge the patchset folder ``root`` (resolved) and every part compatkit reads from it:
-        ``patchset.toml``, ``patches/`` and ``smoke/`` with everything in them (a link in
-        ``patches/`` is judged where the series names it; one in ``smoke/``, which pytest
-        would follow, is refused), and, when ``smoke/`` is a package, the folders its tests
-        import from. ``parts``: only these (a smoke-from sibling lends only its ``smoke/``)."""
+        ``patchset.toml``, ``patches/`` (each patch file is judged where the series names it),
+        ``smoke/`` and everything in it (a link there, which pytest would follow, is refused)
+        and, when ``smoke/`` is a package, the folders its tests import from. ``parts``: only
+        these (a smoke-from sibling lends only its ``smoke/``)."""
         try:
             self.judge(root, self.lstat(root), found)
         except OSError:
@@ -185,12 +208,11 @@ class Resolver:
                     found.append(Finding(path, "a symbolic link (replace it with a copy)", ()))
                 continue
             self.judge(path, st, found)
-            if stat.S_ISDIR(st.st_mode):
-                self._walk(path, found, links_ok=name == "patches")
-        if "smoke" in (parts or ("smoke",)):
-            self._imports(root, found)
+            if name == "smoke" and stat.S_ISDIR(st.st_mode):
+                self._walk(path, found)
+                self._imports(root, found)
 
-    def _walk(self, top: str, found: list[Finding], links_ok: bool) -> None:
+    def _walk(self, top: str, found: list[Finding]) -> None:
         folders = [top]
         while folders:
             folder = folders.pop()
@@ -202,9 +224,7 @@ class Resolver:
                 path = entry.path
                 st = self._stats[path] = entry.stat(follow_symlinks=False)
                 if stat.S_ISLNK(st.st_mode):
-                    if not links_ok:
-                        why = "a symbolic link (replace it with a copy)"
-                        found.append(Finding(path, why, ()))
+                    found.append(Finding(path, "a symbolic link (replace it with a copy)", ()))
                     continue
                 self.judge(path, st, found)
                 if stat.S_ISDIR(st.st_mode):
@@ -247,12 +267,17 @@ class Resolver:
             if not stat.S_ISREG(st.st_mode):
                 return None
             before = len(found)
-            self._judged.discard((path, False))
+            self._verdicts.pop((path, False), None)  # judged again, on what was opened
             self.judge(path, st, found)
             if len(found) > before:
                 return None
-            with open(fd, "rb", closefd=False) as f:
-                return f.read()
+            data = os.read(fd, st.st_size + 1)
+            if len(data) <= st.st_size:  # the whole file, in one read
+                return data
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
         finally:
             os.close(fd)
 

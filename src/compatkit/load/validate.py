@@ -21,7 +21,6 @@ startup-code)", 'missing [target] table']
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from compatkit.digest import sha256
@@ -34,8 +33,6 @@ from compatkit.model.patchset import Patch, Patchset, parse_patch, smoke_clashes
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from compatkit.digest import Hash
 
 # every key patchset.toml may hold, per table ("" is the top level)
@@ -103,8 +100,10 @@ def validate(root: Path, deep: bool = False, trust: Resolver | None = None) -> C
         trust = Resolver()
         try:
             root = Path(trust.resolve(str(root), found))
-        except OSError:
-            pass  # reading patchset.toml says why
+        except OSError as exc:  # missing, not a folder: the one problem
+            checked = Checked(root, trust)
+            checked.problems.append(f"{shown(root)}: {exc.strerror}")
+            return checked
     checked = Checked(root, trust)
     checked.untrusted = found
     trust.survey(str(root), found)
