@@ -155,11 +155,13 @@ class Resolver:
         folder = self._folders.get(head)
         if folder is None:
             mine: list[Finding] = []
-            folder = self._folders[head] = (self._resolve(head, mine), mine)
+            folder = self._folders[head] = (self._resolve(head, mine, above=True), mine)
         found.extend(folder[1])
         return self._resolve(leaf, found, folder[0])
 
-    def _resolve(self, path: str, found: list[Finding], done: str = "/") -> str:
+    def _resolve(
+        self, path: str, found: list[Finding], done: str = "/", above: bool = False
+    ) -> str:
         pending, hops = path.split("/")[::-1], 0
         while pending:
             name = pending.pop()
@@ -184,15 +186,15 @@ class Resolver:
             if not stat.S_ISDIR(st.st_mode) and any(p not in ("", ".") for p in pending):
                 raise OSError(errno.ENOTDIR, "Not a directory", here)
             done = here
-        self.chain(done, found)
+        self.chain(done, found, above)
         return done
 
     def survey(self, root: str, found: list[Finding], parts: tuple[str, ...] = ()) -> None:
         """Judge the patchset folder ``root`` (resolved) and every part compatkit reads from it:
-        ``patchset.toml``, ``patches/`` (each patch file is judged where the series names it),
-        ``smoke/`` and everything in it (a link there, which pytest would follow, is refused)
-        and, when ``smoke/`` is a package, the folders its tests import from. ``parts``: only
-        these (a smoke-from sibling lends only its ``smoke/``)."""
+        ``patchset.toml``, ``patches/`` and ``smoke/`` and everything in them (a link in
+        ``patches/`` is judged where the series names it; one in ``smoke/``, which pytest would
+        follow, is refused) and, when ``smoke/`` is a package, the folders its tests import
+        from. ``parts``: only these (a smoke-from sibling lends only its ``smoke/``)."""
         try:
             self.judge(root, self.lstat(root), found)
         except OSError:
@@ -208,11 +210,12 @@ class Resolver:
                     found.append(Finding(path, "a symbolic link (replace it with a copy)", ()))
                 continue
             self.judge(path, st, found)
-            if name == "smoke" and stat.S_ISDIR(st.st_mode):
-                self._walk(path, found)
+            if stat.S_ISDIR(st.st_mode):
+                self._walk(path, found, links_ok=name == "patches")
+            if name == "smoke":
                 self._imports(root, found)
 
-    def _walk(self, top: str, found: list[Finding]) -> None:
+    def _walk(self, top: str, found: list[Finding], links_ok: bool) -> None:
         folders = [top]
         while folders:
             folder = folders.pop()
@@ -224,7 +227,9 @@ class Resolver:
                 path = entry.path
                 st = self._stats[path] = entry.stat(follow_symlinks=False)
                 if stat.S_ISLNK(st.st_mode):
-                    found.append(Finding(path, "a symbolic link (replace it with a copy)", ()))
+                    if not links_ok:  # a link in patches/ is judged where the series names it
+                        why = "a symbolic link (replace it with a copy)"
+                        found.append(Finding(path, why, ()))
                     continue
                 self.judge(path, st, found)
                 if stat.S_ISDIR(st.st_mode):
@@ -288,7 +293,10 @@ def refusal(what: str, found: list[Finding]) -> UsageError:
     import shlex  # only on this error path
     from pwd import getpwuid
 
-    unique = list({f.path: f for f in found}.values())
+    first: dict[str, Finding] = {}
+    for finding in found:
+        first.setdefault(finding.path, finding)
+    unique = list(first.values())
     try:
         user = getpwuid(os.geteuid()).pw_name
     except KeyError:

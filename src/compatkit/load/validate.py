@@ -107,8 +107,9 @@ def validate(root: Path, deep: bool = False, trust: Resolver | None = None) -> C
     checked = Checked(root, trust)
     checked.untrusted = found
     trust.survey(str(root), found)
+    toml = str(root / "patchset.toml")
     try:
-        raw = trust.read(str(root / "patchset.toml"), found)
+        raw = None if any(f.path == toml for f in found) else trust.read(toml, found)
         if raw is None:
             if not found:
                 why = "not a regular file" if os.path.lexists(root / "patchset.toml") else "missing"
