@@ -251,6 +251,19 @@ def test_parts_that_are_links_or_foreign_are_each_refused(tmp_path: Path) -> Non
     assert sum(str(toml) in p for p in checked.problems) == 1, checked.problems  # lint says it
 
 
+def test_a_smoke_package_judges_the_folders_its_tests_import_from(tmp_path: Path) -> None:
+    """With ``smoke/__init__.py`` pytest puts the patchset folder itself on ``sys.path``: what
+    lies there is importable by the tests, so it is judged too (and only then)."""
+    root = write_patchset(tmp_path / "ps")
+    helper = root / "helpers.py"
+    helper.write_text("x = 1\n")
+    helper.chmod(0o666)
+    assert validate(root).untrusted == []  # not read: nothing imports from here
+    (root / "smoke" / "__init__.py").write_text("")
+    found = {f.path: f.why for f in validate(root).untrusted}
+    assert found == {str(helper): "writable by others"}, found
+
+
 # --- the folder checked is the folder read (links) ----------------------------------------
 
 
