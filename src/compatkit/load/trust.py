@@ -157,6 +157,10 @@ class Resolver:
             mine: list[Finding] = []
             folder = self._folders[head] = (self._resolve(head, mine, above=True), mine)
         found.extend(folder[1])
+        here = os.path.join(folder[0], leaf)
+        if not stat.S_ISLNK(self.lstat(here).st_mode):  # the common case, quickly (P1)
+            self.chain(here, found)
+            return here
         return self._resolve(leaf, found, folder[0])
 
     def _resolve(
