@@ -84,6 +84,7 @@ def reliability(session: nox.Session) -> None:
         "tests/test_cli.py::test_eight_concurrent_runs_serialise",
         # the trust model (docs/security.md): each attack, as another user where it matters
         "tests/test_trust.py",
+        "tests/test_trust_patchset.py",
         "tests/test_trust_cache.py",
         "tests/test_runtime_trust.py",
         "tests/test_runtime_closed.py",

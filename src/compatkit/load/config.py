@@ -178,13 +178,17 @@ def _load(path: Path, raw: bytes) -> ProjectConfig | None:
 
 def _check_dirs(config: ProjectConfig) -> None:
     """Each patchset-dirs folder is trusted (compatkit.load.trust) and, links resolved, still
-    inside the project folder."""
+    inside the project folder; the config keeps the resolved folder, the one that is read."""
     project = config.path.parent.resolve()
+    resolved = []
     for folder in config.patchset_dirs:
         entry = shown(folder.relative_to(config.path.parent))
         what = f"{shown(config.path)}: patchset-dirs entry {entry!r}"
         if not os.path.lexists(folder):
+            resolved.append(folder)
             continue  # the registry says it is missing, when (and if) it is needed
         real = check_folder(folder, what)
         if real != project and project not in real.parents:
             raise PatchFormatError(f"{what} resolves outside the project folder, to {shown(real)}")
+        resolved.append(real)
+    config.patchset_dirs = tuple(resolved)

@@ -7,11 +7,12 @@ True
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from compatkit.errors import UsageError
-from compatkit.load.trust import check_folder, shown
+from compatkit.load.trust import Finding, Resolver, check_folder, refusal, shown, survey_all
 from compatkit.model.patchset import Patch, Patchset
 
 
@@ -30,15 +31,17 @@ def _is_file(path: Path) -> bool:
 
 
 class Registry:
-    """Every ``extra_dirs`` folder, and each patchset folder in it, must be the user's or
-    root's and writable by nobody else (compatkit.load.trust), or it is refused."""
+    """Every ``extra_dirs`` folder, each patchset folder in it, and every part of a patchset
+    compatkit reads must be the user's or root's and writable by nobody else
+    (compatkit.load.trust), or it is refused. Each folder is resolved once, here, and read
+    only through its resolved path."""
 
     def __init__(self, extra_dirs: Sequence[Path]) -> None:
-        for d in extra_dirs:
-            check_folder(d, f"--patchset-dir {shown(d)}")
+        self._trust = Resolver()
+        extra = [check_folder(d, f"--patchset-dir {shown(d)}", self._trust) for d in extra_dirs]
         # Later directories win, so a user's --patchset-dir can shadow a bundled patchset.
         self._bundled = bundled_dirs()
-        self.dirs = [*self._bundled, *extra_dirs]
+        self.dirs = [*self._bundled, *extra]
         self._cache: dict[str, Patchset] = {}
 
     def _locations(self) -> dict[str, Path]:
@@ -51,12 +54,22 @@ class Registry:
                 children = sorted(base.iterdir())
             except OSError as exc:  # unreadable: say which folder, and why
                 raise UsageError(f"--patchset-dir {shown(base)}: {exc.strerror}") from None
+            untrusted: list[Finding] = []
             for child in children:
                 if _is_file(child / "patchset.toml"):
                     if base not in self._bundled:
-                        check_folder(child, f"patchset folder {shown(child)}")
+                        child = Path(self._resolve(child, untrusted))
                     found[child.name] = child
+            if untrusted:  # every patchset folder here, so that one fix is enough
+                survey_all(self._trust, str(base), untrusted)
+                raise refusal(f"--patchset-dir {shown(base)}", untrusted)
         return found
+
+    def _resolve(self, child: Path, untrusted: list[Finding]) -> str:
+        try:
+            return self._trust.resolve(str(child), untrusted)
+        except OSError as exc:  # it changed since it was listed
+            raise UsageError(f"patchset folder {shown(child)}: {exc.strerror}") from None
 
     def names(self) -> list[str]:
         return sorted(self._locations())
@@ -76,7 +89,9 @@ class Registry:
             raise _unknown(name, locations)
         from compatkit.load.validate import load_patchset  # imported on the first load only
 
-        patchset = load_patchset(locations[name])
+        root = locations[name]
+        trust = self._trust if root.parent not in self._bundled else _shipped()
+        patchset = load_patchset(root, trust)
         self._cache[name] = patchset
         return patchset
 
@@ -86,6 +101,13 @@ class Registry:
 
     def find_patch(self, patch_id: str) -> list[tuple[Patchset, Patch]]:
         return [(ps, p) for ps in self.all() for p in ps.patches if p.id == patch_id]
+
+
+def _shipped() -> Resolver:
+    """The shipped patchsets are trusted as compatkit itself is: their owner may also be
+    whoever owns compatkit's package folder (who installed it)."""
+    owner = os.stat(Path(__file__).parent.parent).st_uid
+    return Resolver((os.geteuid(), 0, owner))
 
 
 def _unknown(name: str, known: Iterable[str]) -> UsageError:

@@ -21,20 +21,18 @@ startup-code)", 'missing [target] table']
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from compatkit.digest import sha256
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.load import cache, diffcache
+from compatkit.load.trust import Finding, Resolver, refusal, shown
 from compatkit.model import startup_code
 from compatkit.model.names import canonical_name
 from compatkit.model.patchset import Patch, Patchset, parse_patch, smoke_clashes, smoke_root_for
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from compatkit.digest import Hash
 
 # every key patchset.toml may hold, per table ("" is the top level)
@@ -60,9 +58,11 @@ class Checked:
         "own_smoke",
         "startup_code",
         "constraints",
+        "untrusted",
+        "trust",
     )
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, trust: Resolver) -> None:
         self.root = root
         self.problems: list[str] = []
         self.meta: dict[str, object] = {}
@@ -74,6 +74,8 @@ class Checked:
         self.own_smoke = False  # smoke-from, and a smoke/ of its own on top of it
         self.startup_code: tuple[str, ...] = ()  # start-up files it may touch (startup_code)
         self.constraints: tuple[tuple[str, str], ...] = ()  # (PEP 508 pin, rationale)
+        self.untrusted: list[Finding] = []  # parts another user may change (load.trust)
+        self.trust = trust
 
     def text(self, table: dict[str, object], key: str, name: str) -> str:
         value = table.get(key)
@@ -89,10 +91,30 @@ class Checked:
         return list(value)
 
 
-def validate(root: Path, deep: bool = False) -> Checked:
-    checked = Checked(root)
+def validate(root: Path, deep: bool = False, trust: Resolver | None = None) -> Checked:
+    """Every problem of the patchset folder ``root``; ``trust`` judges each part of it that is
+    read (compatkit.load.trust: a part another user may change is in ``untrusted``, and is
+    not read). ``root`` is resolved here unless ``trust`` is given (the registry resolved it)."""
+    found: list[Finding] = []
+    if trust is None:
+        trust = Resolver()
+        try:
+            root = Path(trust.resolve(str(root), found))
+        except OSError as exc:  # missing, not a folder: the one problem
+            checked = Checked(root, trust)
+            checked.problems.append(f"{shown(root)}: {exc.strerror}")
+            return checked
+    checked = Checked(root, trust)
+    checked.untrusted = found
+    trust.survey(str(root), found)
+    toml = str(root / "patchset.toml")
     try:
-        raw = (root / "patchset.toml").read_bytes()
+        raw = None if any(f.path == toml for f in found) else trust.read(toml, found)
+        if raw is None:
+            if not found:
+                why = "not a regular file" if os.path.lexists(root / "patchset.toml") else "missing"
+                checked.problems.append(f"patchset.toml: {why}")
+            return _untrusted(checked, deep)
         data = cache.toml_loads(raw)
     except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError, TOMLDecodeError
         checked.problems.append(f"patchset.toml: {str(exc)[:200]}")
@@ -103,15 +125,25 @@ def validate(root: Path, deep: bool = False) -> Checked:
     checked.digest = digest.hexdigest()
     if deep:
         _deep(checked)
+    return _untrusted(checked, deep)
+
+
+def _untrusted(checked: Checked, deep: bool) -> Checked:
+    """lint (``deep``) reports each untrusted part as a problem; loading refuses them."""
+    if deep:
+        seen = {f.path: f for f in checked.untrusted}.values()
+        checked.problems.extend(f"{shown(f.path)}: {f.why}" for f in seen)
     return checked
 
 
-def load_patchset(root: Path) -> Patchset:
-    """Load ``root/patchset.toml`` and every patch in its series; refuse it with every problem
-    :func:`validate` finds."""
-    checked = validate(root)
+def load_patchset(root: Path, trust: Resolver | None = None) -> Patchset:
+    """Load ``root/patchset.toml`` and every patch in its series; refuse it with every part
+    another user may change, or else with every problem :func:`validate` finds."""
+    checked = validate(root, trust=trust)
+    if checked.untrusted:
+        raise refusal(f"patchset folder {shown(checked.root)}", checked.untrusted)
     if checked.problems:
-        where = root / "patchset.toml"
+        where = checked.root / "patchset.toml"
         raise PatchFormatError(f"{where}: {checked.problems[0]}", checked.problems[1:])
     meta, target = checked.meta, checked.target
     return Patchset(
@@ -122,7 +154,7 @@ def load_patchset(root: Path) -> Patchset:
         specifier_text=str(target["specifier"]),
         requires_text=tuple(str(r) for r in target.get("requires", [])),  # type: ignore[attr-defined]
         patches=tuple(checked.patches),
-        root=root,
+        root=checked.root,
         digest=checked.digest,
         series=tuple(checked.series),
         smoke_root=checked.smoke,
@@ -155,6 +187,14 @@ def _tables(checked: Checked, data: dict[str, object]) -> None:
         checked.smoke = smoke_root_for(checked.root, meta, "[patchset]")
     except CompatkitError as exc:
         checked.problems.append(exc.message)
+    if checked.smoke != checked.root:  # smoke-from: its tests run from the sibling's smoke/
+        try:
+            sibling = checked.trust.resolve(str(checked.smoke), checked.untrusted)
+        except OSError as exc:
+            checked.problems.append(f"smoke-from: {exc.strerror}")
+        else:
+            checked.trust.survey(sibling, checked.untrusted, ("smoke",))
+            checked.smoke = Path(sibling)
     _own_smoke(checked)
     _constraints(checked, data.get("constraints", []))
     try:
@@ -208,24 +248,39 @@ def _unknown(checked: Checked, name: str, table: dict[str, object]) -> None:
 
 
 def _series(checked: Checked, digest: Hash, deep: bool) -> None:
-    root = os.path.realpath(checked.root)
-    resolve = _resolver()
+    root = str(checked.root)
+    trust = checked.trust
     for entry in checked.series:
         if not entry.isprintable() or not entry.strip():
             checked.problems.append(f"series entry {entry!r} is empty or not printable")
             continue
+        before = len(checked.untrusted)
         try:
-            real = resolve(os.path.join(checked.root, entry))
+            real = trust.resolve(os.path.join(root, entry), checked.untrusted)
+        except FileNotFoundError:
+            real = os.path.realpath(os.path.join(root, entry))  # only to say which
             inside = real == root or real.startswith(root + os.sep)
-            raw = _read_file(real) if inside else None
+            del checked.untrusted[before:]
+            why = "does not exist" if inside else "leaves the patchset directory"
+            checked.problems.append(f"series entry {entry!r} {why}")
+            continue
         except (OSError, ValueError) as exc:
             checked.problems.append(f"series entry {entry!r}: {getattr(exc, 'strerror', exc)}")
             continue
-        if not inside:
+        if not (real == root or real.startswith(root + os.sep)):
+            del checked.untrusted[before:]  # outside: not read, and not a part of it to fix
             checked.problems.append(f"series entry {entry!r} leaves the patchset directory")
             continue
+        if len(checked.untrusted) > before:
+            continue  # not read
+        try:
+            raw = trust.read(real, checked.untrusted)
+        except OSError as exc:
+            checked.problems.append(f"series entry {entry!r}: {exc.strerror}")
+            continue
         if raw is None:
-            checked.problems.append(f"series entry {entry!r} does not exist")
+            if len(checked.untrusted) == before:
+                checked.problems.append(f"series entry {entry!r} does not exist")
             continue
         digest.update(sha256(raw).digest())
         try:
@@ -235,39 +290,6 @@ def _series(checked: Checked, digest: Hash, deep: bool) -> None:
     ids = [p.id for p in checked.patches]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         checked.problems.append(f"duplicate patch id {dup}")
-
-
-def _resolver() -> Callable[[str], str]:
-    """``os.path.realpath``, with each folder resolved once: a series' patches share one or
-    two folders, and realpath walks every component of every path (P1)."""
-    folders: dict[str, str] = {}
-
-    def resolve(path: str) -> str:
-        head, leaf = os.path.split(path)
-        if leaf in ("", ".", ".."):
-            return os.path.realpath(path)
-        if head not in folders:
-            folders[head] = os.path.realpath(head)
-        real = os.path.join(folders[head], leaf)
-        try:
-            link = stat.S_ISLNK(os.lstat(real).st_mode)
-        except OSError:
-            return real
-        return os.path.realpath(real) if link else real
-
-    return resolve
-
-
-def _read_file(path: str) -> bytes | None:
-    """A regular file's bytes; None if it is missing or not a regular file."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def _deep(checked: Checked) -> None:

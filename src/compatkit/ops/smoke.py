@@ -101,7 +101,9 @@ def _raised(report: str) -> str:
 def run_smoke(
     ps: Patchset, env: Environment, selected: list[Patch], show_output: bool
 ) -> tuple[int, dict[str, SmokeResult]]:
-    """Run the selected patches' smoke tests in one pytest process in the target."""
+    """Run the selected patches' smoke tests in one pytest process in the target: from
+    ``ps``'s ``smoke/`` folders as loaded (resolved, every file in them trusted: load.trust),
+    no ``conftest.py`` above them, no bytecode written there."""
     with tempfile.TemporaryDirectory(prefix="compatkit-smoke-") as tmp:
         junit = Path(tmp) / "junit.xml"
         root = _overlay(ps, Path(tmp) / "overlay")
@@ -116,11 +118,16 @@ def run_smoke(
             os.devnull,
             "--rootdir",
             str(root / "smoke"),
+            # no conftest.py above smoke/: with -c /dev/null pytest would load one from every
+            # folder up to / (a /tmp/conftest.py anybody wrote ran as root)
+            "--confcutdir",
+            str(root / "smoke"),
             f"--junitxml={junit}",
             "-q",
             *files,
         ]
         run_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        run_env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the patchset (umask)
         stream = None if show_output else subprocess.DEVNULL
         proc = subprocess.run(cmd, cwd=tmp, env=run_env, stdout=stream, stderr=stream)
         outcomes = _outcomes(junit)
