@@ -56,8 +56,8 @@ _AGAIN = (
 _sources: dict[str, bytes] = {}  # filename -> patched source of every patched module loaded
 
 # The CPython versions whose import system, ``site`` and pyc format this hook was checked
-# against (docs/architecture.md, "The hook and the interpreter"): 3.10-3.13 tested, 3.14 and
-# 3.15 read. On any other it refuses to start, and compatkit refuses to install it there.
+# against (docs/architecture.md, "The runtime hook and the interpreter"): 3.10-3.13 tested,
+# 3.14 and 3.15 read. On any other it refuses to start, and compatkit refuses to install it.
 KNOWN = ((3, 10), (3, 15))
 
 
