@@ -1,6 +1,7 @@
 """compatkit's sessions; run one with ``nox -s NAME`` (plain ``nox`` runs tests and lint).
 
 - tests: pytest, everything; ``nox -s tests -- -m "not slow and not real"`` is the fast subset
+- tests_versions(version): the fast subset on each other supported Python (3.10, 3.12, 3.13)
 - lint: ruff, ruff format --check, mypy --strict, ``compatkit lint`` on every patchset
 - reliability: the crash, journal, fuzz, concurrency and security tests in full mode
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
@@ -60,6 +61,50 @@ def tests(session: nox.Session) -> None:
     (``real``); arguments go to pytest. tests/test_runtime_real.py runs in ``runtime``."""
     session.install("-e", ".[test,ray]")
     session.run("pytest", *session.posargs)
+
+
+# Every Python compatkit supports besides PYTHON, which runs everything in `tests`: the fast
+# subset runs on each (pyproject.toml's classifiers name the same versions).
+OTHER_PYTHONS = ("3.10", "3.12", "3.13")
+
+
+def _interpreter(version: str) -> str | None:
+    """The interpreter ``python<version>`` on PATH runs, or None: not there, or one that does
+    not start (a pyenv shim for a version pyenv has not selected)."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which(f"python{version}")
+    if exe is None:
+        return None
+    code = "import sys; print(sys.executable, '%d.%d' % sys.version_info[:2])"
+    try:
+        out = subprocess.run([exe, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = out.stdout.split()
+    return found[0] if out.returncode == 0 and found[1:] == [version] else None
+
+
+@nox.session(python=False)
+@nox.parametrize("version", OTHER_PYTHONS)
+def tests_versions(session: nox.Session, version: str) -> None:
+    """The fast subset (``-m "not slow and not real"``) on Python ``version``; a version this
+    machine lacks is skipped with one line saying so. Arguments go to pytest."""
+    python = _interpreter(version)
+    if python is None:
+        session.skip(
+            f"Python {version}: no python{version} on PATH runs, so its fast subset did not run"
+        )
+    venv = ROOT / ".nox" / f"tests_versions-{version}"
+    if not (venv / "bin" / "python").exists():
+        session.run("uv", "venv", "-q", "-p", python, str(venv), external=True)
+    target = str(venv / "bin" / "python")
+    session.run(
+        "uv", "pip", "install", "-q", "--python", target, "-e", ".[test,ray]", external=True
+    )
+    fast = ["-m", "not slow and not real", "-q", "-p", "no:cacheprovider"]
+    session.run(target, "-m", "pytest", *fast, *session.posargs, external=True)
 
 
 @nox.session(python=PYTHON)

@@ -20,6 +20,23 @@ from compatkit.env.target import Dist
 from wheelkit import build_wheel as build_wheel
 
 UV = shutil.which("uv")
+# The TOML reader compatkit imports: the standard library's from 3.11, tomli below (a dependency
+# there, pyproject.toml), which the stripped test environments below must be given.
+TOML = "tomllib" if sys.version_info >= (3, 11) else "tomli"
+
+
+def backports(where: Path) -> list[str]:
+    """For the ``PYTHONPATH`` of an environment that has compatkit's source but none of its
+    dependencies: a folder ``where`` linking what compatkit needs beyond this Python's standard
+    library (tomli below 3.11); nothing on 3.11+."""
+    if sys.version_info < (3, 11):
+        import tomli
+
+        where.mkdir(exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            (where / "tomli").symlink_to(Path(tomli.__file__).parent)
+        return [str(where)]
+    return []
 
 
 @dataclass

@@ -63,6 +63,34 @@ def test_ci_runs_readme_test_command_and_nothing_installs_into_the_system_python
     assert "10 GB" in _section("Set-up: the two commands")
 
 
+def test_the_tested_pythons_are_the_same_everywhere() -> None:
+    """pyproject.toml's classifiers name exactly the Pythons noxfile.py tests (PYTHON runs
+    everything, OTHER_PYTHONS the fast subset), README says so, CI runs both sessions, and the
+    runtime hook knows each of them (compatkit.runtime.hook.KNOWN)."""
+    from compatkit.runtime.hook import KNOWN
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    prefix = "Programming Language :: Python :: "
+    classified = [c[len(prefix) :] for c in meta["classifiers"] if c.startswith(prefix)]
+    versions = [v for v in classified if re.fullmatch(r"3\.\d+", v)]
+    nox_text = (ROOT / "noxfile.py").read_text()
+    main = re.search(r'^PYTHON = "(3\.\d+)"$', nox_text, re.M)
+    others = re.search(r"^OTHER_PYTHONS = \(([^)]*)\)$", nox_text, re.M)
+    assert main and others, "noxfile.py: PYTHON or OTHER_PYTHONS not found"
+    tested = sorted([main[1], *re.findall(r'"(3\.\d+)"', others[1])], key=lambda v: int(v[2:]))
+    assert versions == tested, (versions, tested)
+    assert meta["requires-python"] == f">={tested[0]}"
+    assert all(KNOWN[0] <= (3, int(v[2:])) <= KNOWN[1] for v in tested)
+    _, tests = _setup_commands()
+    assert "tests" in tests.split() and "tests_versions" in tests.split()
+    pythons = _section("Install").split("**Pythons.**", 1)[1].split("\n\n", 1)[0]
+    assert ", ".join(tested[:-1]) + f" and {tested[-1]}" in " ".join(pythons.split())
+
+
 def _pep668() -> bool:
     if not SYSTEM_PYTHON.exists():
         return False

@@ -22,7 +22,8 @@ linecache.clearcache()
 try:
     demo.greet.hello(None)
 except TypeError:
-    print("trace:", traceback.format_exc().splitlines()[-3].strip())
+    lines = traceback.format_exc().splitlines()  # 3.11+ adds a line of carets below
+    print("trace:", lines[max(i for i, t in enumerate(lines) if "greet.py" in t) + 1].strip())
 print("linecache:", linecache.getline(demo.greet.__file__, 2).strip())
 """
 PATCHED = [
@@ -129,10 +130,71 @@ def test_the_hook_is_light_at_start_up(demo: Demo, tmp_path: Path) -> None:
         "; print(sorted(heavy & set(sys.modules)))"
     )
     env = _env(tmp_path, PYTHONPATH=str(tmp_path / "rt"))
-    proc = run([demo.venv.python, "-c", probe], env)
-    assert proc.stdout.strip() == "[]", proc.stderr + proc.stdout
-    proc = run([demo.venv.python, "-c", "import demo.greet; " + probe], env)  # patched imports too
-    assert proc.stdout.strip() == "[]", proc.stderr + proc.stdout
+    # A script, not -c: since 3.13 `python -c CODE` imports linecache itself, after the hook
+    # has started, to show CODE's lines in tracebacks (pythonrun.c calls
+    # linecache._register_code); a script is run without it on every version.
+    script = tmp_path / "probe.py"
+    for code in (probe, "import demo.greet; " + probe):  # patched imports too
+        script.write_text(code + "\n")
+        proc = run([demo.venv.python, str(script)], env)
+        assert proc.stdout.strip() == "[]", proc.stderr + proc.stdout
+
+
+def test_an_interpreter_the_hook_does_not_know_refuses_to_start(demo: Demo, tmp_path: Path) -> None:
+    """The hook, started by a Python outside hook.KNOWN, stops it with one line, before any
+    module is imported (unpatched or not); the versions here start it (every test above)."""
+    from compatkit.runtime import hook
+
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    (name,) = [p.stem for p in root.glob("_compatkit_hook_*.py")]
+    start = (
+        "import sys; sys.version_info = {v}; sys.path.insert(0, {r!r}); "
+        "__import__({n!r}).start({r!r}, ('demo.greet',)); import demo.greet; print('ran')"
+    )
+    (lo, hi) = hook.KNOWN
+    for version, known in (
+        ((3, 9, 18), False),
+        (lo, True),
+        (hi, True),
+        ((hi[0], hi[1] + 1, 0), False),
+    ):
+        code = start.format(v=(*version, 0, "final", 0)[:5], r=str(root), n=name)
+        proc = run([demo.venv.python, "-c", code], _env(tmp_path))  # not on PYTHONPATH: no start
+        if known:
+            assert proc.returncode == 0 and proc.stdout == "ran\n", proc.stderr
+            continue
+        shown = ".".join(map(str, version[:3]))
+        assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+        assert proc.stderr.splitlines() == [
+            f"compatkit runtime: refusing to start: compatkit's runtime hook knows CPython "
+            f"{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, not {shown}; use 'compatkit apply', or a "
+            "compatkit that knows this Python"
+        ]
+    assert hook.unknown_interpreter("pypy", (3, 11, 0)) == (
+        "compatkit's runtime hook is for CPython, not pypy"
+    )
+
+
+def test_install_refuses_an_interpreter_the_hook_does_not_know(demo: Demo, tmp_path: Path) -> None:
+    """Before anything is written: there the start-up file might never run (from 3.18 site
+    ignores a .pth file's import lines, PEP 829), and nothing would say so."""
+    from compatkit.env.target import Environment
+    from compatkit.errors import CompatkitError
+    from compatkit.load.registry import Registry
+    from compatkit.runtime.prepare import prepare
+
+    env = Environment.for_python(demo.venv.python)
+    registry = Registry([demo.patchsets])
+    assert prepare(registry, env, ["demo-fix"]).files  # the real one is known
+    for impl, full in (("cpython", "3.16.0"), ("cpython", "3.9.18"), ("pypy", "3.11.9")):
+        markers = {**env.markers, "implementation_name": impl, "python_full_version": full}
+        other = Environment(env.executable, env.paths, env.cache_tag, markers)
+        with pytest.raises(CompatkitError) as caught:
+            prepare(registry, other, ["demo-fix"])
+        assert str(caught.value).startswith(f"{env.executable}: compatkit's runtime hook ")
+        assert "runtime mode cannot be used there" in str(caught.value)
+        assert "\n" not in str(caught.value)
 
 
 def test_a_changed_file_is_refused_loudly(demo: Demo, tmp_path: Path) -> None:

@@ -81,6 +81,36 @@ def test_a_link_inside_the_folder_is_never_followed(demo: Demo, tmp_path: Path) 
     assert code == 1 and f"{src} is a symbolic link" in err
 
 
+@pytest.mark.parametrize("remove", ["rmtree_at", "rmtree_walk"])
+def test_a_tree_is_removed_through_fds_without_following_a_link(
+    tmp_path: Path, remove: str
+) -> None:
+    """Both ways (shutil's on 3.11+, the walk on 3.10, which lacks rmtree's dir_fd) remove a
+    folder with all in it, and the links in it, never what a link points to."""
+    from compatkit.runtime import folder
+
+    victim = tmp_path / "victim"
+    (victim / "keep").mkdir(parents=True)
+    (victim / "keep" / "data.txt").write_text("precious\n")
+    tree = tmp_path / "top" / "tree"
+    (tree / "a" / "b").mkdir(parents=True)
+    (tree / "a" / "b" / "f.py").write_text("x = 1\n")
+    (tree / "g.py").write_text("y = 2\n")
+    (tree / "a" / "to-dir").symlink_to(victim)
+    (tree / "to-file").symlink_to(victim / "keep" / "data.txt")
+    (tmp_path / "top" / "link").symlink_to(tree)
+    fd = os.open(tmp_path / "top", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(OSError):  # the folder named is a link: refused, nothing removed
+            getattr(folder, remove)(fd, "link")
+        assert (tree / "g.py").exists()
+        getattr(folder, remove)(fd, "tree")
+    finally:
+        os.close(fd)
+    assert sorted(p.name for p in (tmp_path / "top").iterdir()) == ["link"]
+    assert (victim / "keep" / "data.txt").read_text() == "precious\n"
+
+
 def test_another_users_folder_is_refused_and_their_code_never_runs(
     demo: Demo, tmp_path: Path, shared: Path
 ) -> None:

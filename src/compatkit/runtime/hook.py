@@ -55,6 +55,23 @@ _AGAIN = (
 )
 _sources: dict[str, bytes] = {}  # filename -> patched source of every patched module loaded
 
+# The CPython versions whose import system, ``site`` and pyc format this hook was checked
+# against (docs/architecture.md, "The runtime hook and the interpreter"): 3.10-3.13 tested,
+# 3.14 and 3.15 read. On any other it refuses to start, and compatkit refuses to install it.
+KNOWN = ((3, 10), (3, 15))
+
+
+def unknown_interpreter(name: str, version: "Sequence[int]") -> str | None:
+    """Why this hook must not run on implementation ``name``, ``version``, or None: on an
+    interpreter it was never checked against it could import a module unpatched, silently."""
+    if name != "cpython":
+        return f"compatkit's runtime hook is for CPython, not {name}"
+    if not KNOWN[0] <= tuple(version[:2]) <= KNOWN[1]:
+        (a, b), (c, d) = KNOWN
+        seen = ".".join(map(str, version[:3]))
+        return f"compatkit's runtime hook knows CPython {a}.{b} to {c}.{d}, not {seen}"
+    return None
+
 
 # Classes cost ≈ 10-40 µs each to create at every start: the ones only a patched import or a
 # refusal needs are made then, once (:func:`_lazy`); the start makes only the Finder.
@@ -509,6 +526,9 @@ def start(root: str | None = None, modules: "Sequence[str]" = (), walked: bool =
     ``walked``: the caller (the start-up code's boot) checked ``root`` and every folder above
     it an instant ago; only the data folder is left to check."""
     root = os.path.abspath(root or os.path.dirname(__file__))
+    why = unknown_interpreter(sys.implementation.name, sys.version_info[:3])
+    if why:
+        _refuse_start(root, why, "use 'compatkit apply', or a compatkit that knows this Python")
     if any(getattr(f, "compatkit_root", None) == root for f in sys.meta_path):
         return
     table = _load_table(root, modules, walked)

@@ -195,6 +195,7 @@ def prepare(
     (``force``: as ``apply --force``, a version mismatch or files that differ from RECORD)."""
     if len(set(names)) != len(names):
         raise UsageError(f"a patchset is named twice: {' '.join(names)}")
+    _check_interpreter(env)
     sets: list[PreparedSet] = []
     by_dist: dict[Path, tuple[Dist, list[Patchset]]] = {}
     for name in names:
@@ -208,6 +209,27 @@ def prepare(
     if clash:
         raise CompatkitError(f"two distributions patch the same module: {', '.join(clash)}")
     return Prepared(sets, files, env.executable, _same_bytecode(env))
+
+
+def _check_interpreter(env: Environment) -> None:
+    """Refuse a target the hook was never checked against (``hook.KNOWN``), before anything
+    is written: there its start-up file might not run at all (PEP 829: from 3.18 ``site``
+    ignores a ``.pth`` file's import lines), and nothing would say so."""
+    from compatkit.runtime.hook import unknown_interpreter
+
+    name = env.markers.get("implementation_name", "")
+    full = env.markers.get("python_full_version", "")
+    version = [int(p) for p in full.split(".")[:3] if p.isdigit()]
+    why = (
+        unknown_interpreter(name, version)
+        if len(version) >= 2
+        else f"Python {full!r} is unreadable"
+    )
+    if why:
+        raise CompatkitError(
+            f"{env.executable}: {why}; runtime mode cannot be used there (use compatkit "
+            "apply, or a compatkit that knows this Python)"
+        )
 
 
 def _same_bytecode(env: Environment) -> str | None:
