@@ -169,7 +169,8 @@ def test_an_interpreter_the_hook_does_not_know_refuses_to_start(demo: Demo, tmp_
         assert proc.stderr.splitlines() == [
             f"compatkit runtime: refusing to start: compatkit's runtime hook knows CPython "
             f"{lo[0]}.{lo[1]} to {hi[0]}.{hi[1]}, not {shown}; use 'compatkit apply', or a "
-            "compatkit that knows this Python"
+            "compatkit that knows this Python (or remove it: "
+            f"'compatkit runtime uninstall --dir {root}')"
         ]
     assert hook.unknown_interpreter("pypy", (3, 11, 0)) == (
         "compatkit's runtime hook is for CPython, not pypy"
