@@ -320,7 +320,7 @@ def _record_changes(
                 remove.add(pyc)
                 own.append(backup)
         state.files.append(fs)
-    if archive.data:
+    if archive.used:  # written even when every original is empty: revert reads it back
         ov.write(archive.path, bytes(archive.data))
         own.append(archive.path)
     ov.write(own[0], state.to_json())
@@ -334,10 +334,12 @@ class _Archive:
     def __init__(self, path: str) -> None:
         self.path = path
         self.data = bytearray()
+        self.used = False  # an original was added (its bytes may be none: an empty file)
 
     def add(self, blob: bytes) -> tuple[str, int, int]:
         offset = len(self.data)
         self.data += blob
+        self.used = True
         return self.path, offset, len(blob)
 
 
