@@ -21,6 +21,7 @@ from compatkit.env.target import Dist
 from compatkit.env.txn import Change
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model import startup_code
+from compatkit.model.diffparse import shown
 from compatkit.model.ownership import Ownership
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.records import Record, Row, hash_bytes, row_for
@@ -229,18 +230,33 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
                 problems.append(f"{patch.id}: {exc.message}")
                 continue
             if fd.kind != "create" and fd.path not in own.owned:
-                problems.append(f"{patch.id}: {fd.path} is not a file of {ps.distribution}")
+                problems.append(
+                    f"{patch.id}: {shown(fd.path)} is not a file of {ps.distribution}"
+                    + _prefix_hint(own, fd.path)
+                )
                 continue
             if fd.kind != "create" or startup_code.is_startup_path(fd.path):
                 continue  # a root .pth, sitecustomize: allowed if declared (plan_apply)
             why = own.problem(fd.path)
             if why and why.endswith("packages"):
                 problems.append(
-                    f"{patch.id}: new file {fd.path} is outside {ps.distribution}'s packages"
+                    f"{patch.id}: new file {shown(fd.path)} is outside {ps.distribution}'s packages"
                 )
             elif why:
                 problems.append(f"{patch.id}: new file {why}")
     return problems
+
+
+def _prefix_hint(own: Ownership, path: str) -> str:
+    """When ``path`` minus its leading folders is a file of the distribution (a diff made one
+    folder up, ``diff -ruN pkg-0.11.orig/ pkg-0.11/``), which prefix to drop."""
+    parts = path.split("/")
+    for k in range(1, len(parts)):
+        rest = "/".join(parts[k:])
+        if rest in own.owned:
+            drop = "/".join(parts[:k]) + "/"
+            return f" (drop the leading {drop!r} from the patch's paths: {shown(rest)} is)"
+    return ""
 
 
 def _check_record(ov: Overlay, paths: list[str]) -> list[str]:
@@ -248,7 +264,7 @@ def _check_record(ov: Overlay, paths: list[str]) -> list[str]:
     for path in paths:
         row, data = ov.record.get(path), ov.read(path)
         if row is not None and row.hash and data is not None and hash_bytes(data) != row.hash:
-            problems.append(f"{path} does not match its RECORD hash (edited after install?)")
+            problems.append(f"{shown(path)} does not match its RECORD hash (edited after install?)")
     return problems
 
 
