@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Venv, build_wheel, compatkit_command, run_cli, write_patchset
+from conftest import Demo, Venv, build_wheel, compatkit_command, run_cli, write_patchset
 from reliability import snapshot
 
 HEAD = (
@@ -121,3 +121,26 @@ def _env(step: int) -> dict[str, str]:
     import os
 
     return {**os.environ, "COMPATKIT_CRASH_AT": str(step)}
+
+
+def test_a_later_patch_may_change_and_delete_a_file_an_earlier_one_created(demo: Demo) -> None:
+    """Found by tests/test_roundtrip_property.py: ownership was judged per patch against the
+    installed RECORD, so a series whose second patch edits (or deletes) the new file of its
+    first was refused ("demo/new.py is not a file of demo")."""
+    create = "--- /dev/null\n+++ b/demo/new.py\n@@ -0,0 +1 @@\n+A = 1\n"
+    edit = "--- a/demo/new.py\n+++ b/demo/new.py\n@@ -1 +1,2 @@\n A = 1\n+B = 2\n"
+    delete = "--- a/demo/new.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-A = 1\n-B = 2\n"
+    for name, tail in (("edits", [edit]), ("deletes", [edit, delete])):
+        patches = {f"{i:04d}.patch": HEAD.replace("patch-1", f"patch-{i}") + d
+                   for i, d in enumerate([create, *tail], 1)}  # fmt: skip
+        write_patchset(demo.patchsets, name=name, patches=patches)
+        before = demo.venv.snapshot()
+        code, _, err = demo.run("apply", name)
+        assert code == 0, err
+        new = demo.venv.site / "demo/new.py"
+        assert (new.read_bytes() if new.exists() else None) == (
+            b"A = 1\nB = 2\n" if name == "edits" else None
+        )
+        assert demo.run("verify", name)[0] == 0
+        assert demo.run("revert", name)[0] == 0
+        assert demo.venv.snapshot() == before

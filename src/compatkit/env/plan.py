@@ -222,6 +222,7 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
     problems: list[str] = []
     own = Ownership(ov.record.paths(), ov.dist.dist_info.name, ov.files.lexists, ps.distribution)
     dirs_ok: set[str] = set()
+    created: set[str] = set()  # by an earlier patch of the series: a later one may change it
     for patch in patches:
         for fd in patch.files:
             try:
@@ -229,13 +230,18 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
             except CompatkitError as exc:
                 problems.append(f"{patch.id}: {exc.message}")
                 continue
+            if fd.kind != "create" and fd.path in created:
+                continue
             if fd.kind != "create" and fd.path not in own.owned:
                 problems.append(
                     f"{patch.id}: {shown(fd.path)} is not a file of {ps.distribution}"
                     + _prefix_hint(own, fd.path)
                 )
                 continue
-            if fd.kind != "create" or startup_code.is_startup_path(fd.path):
+            if fd.kind != "create":
+                continue
+            created.add(fd.path)  # if it is refused here, the apply is refused anyway
+            if startup_code.is_startup_path(fd.path):
                 continue  # a root .pth, sitecustomize: allowed if declared (plan_apply)
             why = own.problem(fd.path)
             if why and why.endswith("packages"):
