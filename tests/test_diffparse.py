@@ -132,3 +132,37 @@ def test_dep3_header_fields_and_continuations() -> None:
     assert parse_patch(
         Path("q.patch"), b"Title: t\n---\n" + raw.split(b"---\n", 1)[1]
     ).missing_fields() == ["patch-id", "symptom", "cause", "fix", "smoke-test"]
+
+
+@pytest.mark.parametrize("signature", ["-- \n", "--\n"], ids=["space-kept", "space-stripped"])
+def test_format_patch_signature_is_ignored_as_git_apply_ignores_it(
+    repo: Path, tmp_path: Path, signature: str
+) -> None:
+    """Issue 38: a real ``git format-patch`` mail, its signature line ``-- `` as git writes it
+    and with its space stripped (editors and whitespace hooks do), then the version line: both
+    apply, giving what ``git apply`` gives from the same mail."""
+    _git(repo, "commit", "-qm", "Fix mod")
+    mail = _git(repo, "format-patch", "-1", "--stdout")
+    assert "\n-- \n" in mail and mail.endswith("\n\n")  # the signature and its version line
+    mail = mail.replace("\n-- \n", f"\n{signature}")
+    patch = parse_patch(Path("0001-fix.patch"), mail.encode())
+    _check(patch.diff_text)
+    # the oracle: git apply on the base tree, from the same mail
+    base = tmp_path / "base"
+    base.mkdir()
+    subprocess.run(["git", "-C", str(repo), "archive", "HEAD~1", "-o", str(tmp_path / "b.tar")])
+    subprocess.run(["tar", "-xf", str(tmp_path / "b.tar"), "-C", str(base)], check=True)
+    subprocess.run(["git", "apply", "-"], cwd=base, input=mail.encode(), check=True)
+    files = {f.path: f for f in patch.files}
+    assert apply_file(OLD, files["pkg/mod.py"]).data == (base / "pkg/mod.py").read_bytes()
+    assert not (base / "pkg/gone.py").exists()
+
+
+def test_a_bare_signature_line_followed_by_hunk_lines_is_still_refused() -> None:
+    """Only a signature ends a hunk early: ``--`` followed by more hunk lines is a hunk that
+    has more lines than its header counts (stricter than git, as before)."""
+    text = "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a\n+A\n--\n+c\n"
+    with pytest.raises(PatchFormatError, match="line 6: hunk has more lines than its header"):
+        parse_diff(text, "t.patch")
+    inside = "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1 @@\n-a\n--\n+A\n"  # counted: a removed '-'
+    assert parse_diff(inside, "t.patch")[0].hunks[0].lines == (("-", "a"), ("-", "-"), ("+", "A"))

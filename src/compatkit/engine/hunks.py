@@ -224,9 +224,21 @@ def apply_series(
             try:
                 outcome = apply_file(result.contents.get(fd.path), fd)
             except HunkMismatch as exc:
+                if not reverse and _applies(result.contents.get(fd.path), fd.reversed()):
+                    why = f"{exc.reason}; it looks already applied (its reverse applies)"
+                    exc = HunkMismatch(exc.path, exc.hunk_no, why)
                 raise SeriesConflict(patch_id, exc) from None
             result.contents[fd.path] = outcome.data
             per_patch[fd.path] = outcome.offsets
             result.touched_by.setdefault(fd.path, []).append(patch_id)
         result.offsets[patch_id] = per_patch
     return result
+
+
+def _applies(data: bytes | None, fd: FileDiff) -> bool:
+    """Whether ``fd`` applies to ``data`` (a file whose new side is already there)."""
+    try:
+        apply_file(data, fd)
+    except HunkMismatch:
+        return False
+    return True

@@ -21,6 +21,7 @@ from compatkit.env.target import Dist
 from compatkit.env.txn import Change
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model import startup_code
+from compatkit.model.diffparse import shown
 from compatkit.model.ownership import Ownership
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.records import Record, Row, hash_bytes, row_for
@@ -221,6 +222,7 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
     problems: list[str] = []
     own = Ownership(ov.record.paths(), ov.dist.dist_info.name, ov.files.lexists, ps.distribution)
     dirs_ok: set[str] = set()
+    created: set[str] = set()  # by an earlier patch of the series: a later one may change it
     for patch in patches:
         for fd in patch.files:
             try:
@@ -228,19 +230,39 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
             except CompatkitError as exc:
                 problems.append(f"{patch.id}: {exc.message}")
                 continue
-            if fd.kind != "create" and fd.path not in own.owned:
-                problems.append(f"{patch.id}: {fd.path} is not a file of {ps.distribution}")
+            if fd.kind != "create" and fd.path in created:
                 continue
-            if fd.kind != "create" or startup_code.is_startup_path(fd.path):
+            if fd.kind != "create" and fd.path not in own.owned:
+                problems.append(
+                    f"{patch.id}: {shown(fd.path)} is not a file of {ps.distribution}"
+                    + _prefix_hint(own, fd.path)
+                )
+                continue
+            if fd.kind != "create":
+                continue
+            created.add(fd.path)  # if it is refused here, the apply is refused anyway
+            if startup_code.is_startup_path(fd.path):
                 continue  # a root .pth, sitecustomize: allowed if declared (plan_apply)
             why = own.problem(fd.path)
             if why and why.endswith("packages"):
                 problems.append(
-                    f"{patch.id}: new file {fd.path} is outside {ps.distribution}'s packages"
+                    f"{patch.id}: new file {shown(fd.path)} is outside {ps.distribution}'s packages"
                 )
             elif why:
                 problems.append(f"{patch.id}: new file {why}")
     return problems
+
+
+def _prefix_hint(own: Ownership, path: str) -> str:
+    """When ``path`` minus its leading folders is a file of the distribution (a diff made one
+    folder up, ``diff -ruN pkg-0.11.orig/ pkg-0.11/``), which prefix to drop."""
+    parts = path.split("/")
+    for k in range(1, len(parts)):
+        rest = "/".join(parts[k:])
+        if rest in own.owned:
+            drop = "/".join(parts[:k]) + "/"
+            return f" (drop the leading {drop!r} from the patch's paths: {shown(rest)} is)"
+    return ""
 
 
 def _check_record(ov: Overlay, paths: list[str]) -> list[str]:
@@ -248,7 +270,7 @@ def _check_record(ov: Overlay, paths: list[str]) -> list[str]:
     for path in paths:
         row, data = ov.record.get(path), ov.read(path)
         if row is not None and row.hash and data is not None and hash_bytes(data) != row.hash:
-            problems.append(f"{path} does not match its RECORD hash (edited after install?)")
+            problems.append(f"{shown(path)} does not match its RECORD hash (edited after install?)")
     return problems
 
 
@@ -320,7 +342,7 @@ def _record_changes(
                 remove.add(pyc)
                 own.append(backup)
         state.files.append(fs)
-    if archive.data:
+    if archive.used:  # written even when every original is empty: revert reads it back
         ov.write(archive.path, bytes(archive.data))
         own.append(archive.path)
     ov.write(own[0], state.to_json())
@@ -334,10 +356,12 @@ class _Archive:
     def __init__(self, path: str) -> None:
         self.path = path
         self.data = bytearray()
+        self.used = False  # an original was added (its bytes may be none: an empty file)
 
     def add(self, blob: bytes) -> tuple[str, int, int]:
         offset = len(self.data)
         self.data += blob
+        self.used = True
         return self.path, offset, len(blob)
 
 

@@ -6,8 +6,11 @@ writes a byte, every path it names must:
 - resolve inside the site-packages root through real directories, never a symlink
   (:func:`compatkit.model.paths.resolve_inside`), and end at a regular file or at nothing;
 - belong to the distribution: compatkit's own files in its ``.dist-info``, a file RECORD
-  lists (now, or as the journal saved it), a file inside one of its top-level packages (new
-  files, moved bytecode), or a root start-up file (a declared ``.pth``) the journal created;
+  lists (now, or as the journal saved it), a file whose original RECORD row an applied
+  patchset's state keeps (apply removed the row of a file it deleted; revert puts it back:
+  the state on disk, or as the journal saved it), a file inside one of its top-level packages
+  (new files, moved bytecode), or a root start-up file (a declared ``.pth``) the journal
+  created;
 - be in the state the interrupted transaction can have left it in: a file holds its
   "before" or its "after" bytes (atomic replace: nothing in between); a rename either
   happened or did not.
@@ -18,6 +21,7 @@ refused whole (the caller raises) and nothing is written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from compatkit.env.target import Dist
@@ -26,7 +30,7 @@ from compatkit.model import startup_code
 from compatkit.model.journal import Entry, sha256
 from compatkit.model.ownership import Ownership
 from compatkit.model.paths import resolve_inside
-from compatkit.model.records import Record
+from compatkit.model.records import Record, Row
 
 
 def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
@@ -34,11 +38,14 @@ def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
     return path_problems(dist, entries) or _state_problems(dist, entries)
 
 
-def _ownership(dist: Dist, entries: list[Entry]) -> Ownership | str:
+def _ownership(dist: Dist, entries: list[Entry], recorded: bool = False) -> Ownership | str:
+    """Who owns what; ``recorded``: also the rows the applied patchsets' states keep."""
     raw_record = _read(dist, dist.record_relpath)
     if not isinstance(raw_record, bytes):
         return f"{dist.name} {dist.version} has no readable RECORD"
     owned = Record.parse(raw_record).paths()
+    if recorded:
+        owned |= _recorded_rows(dist, entries)
     # ... and as it was when the transaction began (a revert may have written the new RECORD
     # already; its saved bytes are hash-checked by compatkit.model.journal)
     saved = next((e.before for e in entries if e.path == dist.record_relpath), None)
@@ -66,7 +73,7 @@ def path_problems(dist: Dist, entries: list[Entry]) -> list[str]:
     own = _ownership(dist, entries)
     if isinstance(own, str):
         return [own]
-    problems: list[str] = []
+    problems: list[tuple[str | None, str]] = []  # (the path whose owner is in doubt, why)
     dirs_ok: set[str] = set()
     info = dist.dist_info.name
     for entry in entries:
@@ -76,15 +83,44 @@ def path_problems(dist: Dist, entries: list[Entry]) -> list[str]:
             try:
                 resolve_inside(dist.root, path, dirs_ok, own_metadata=info, replace_last=True)
             except CompatkitError as exc:
-                problems.append(exc.message)
+                problems.append((None, exc.message))
                 continue
             created = entry.move_to is None and entry.before is None
             if created and "/" not in path and startup_code.is_startup_path(path):
                 continue
             why = own.problem(path)
             if why:
-                problems.append(why)
-    return problems
+                problems.append((path, why))
+    if any(path is not None for path, _ in problems):
+        # only now read the states: a file apply deleted has no RECORD row until revert is done
+        own = _ownership(dist, entries, recorded=True)
+        if isinstance(own, str):
+            return [own]
+        problems = [(p, why) for p, why in problems if p is None or own.problem(p)]
+    return [why for _, why in problems]
+
+
+def _recorded_rows(dist: Dist, entries: list[Entry]) -> set[str]:
+    """The paths of the original RECORD rows every applied patchset's state keeps: apply
+    removes the row of a file it deletes, and revert (or the recovery of a revert) must still
+    see that file as the distribution's. The states on disk, and those this transaction
+    rewrites or deletes as the journal saved them (their bytes are hash-checked)."""
+    from compatkit.env.state import STATE_DIR, State, states_of
+
+    states: list[State] = []
+    with contextlib.suppress(CompatkitError, AttributeError):  # an unreadable state owns nothing
+        states += states_of(dist)
+    folder = f"{dist.dist_info.name}/{STATE_DIR}/"
+    for e in entries:
+        name = e.path[len(folder) :] if e.path.startswith(folder) else "/"
+        if e.before is not None and name.endswith(".json") and "/" not in name:
+            with contextlib.suppress(
+                ValueError, TypeError, KeyError, AttributeError, RecursionError
+            ):
+                states.append(State.from_json(e.before))
+    rows = [f.record_row for state in states for f in state.files]
+    rows += [p.record_row for state in states for p in state.pycs]
+    return {Row.from_raw(raw).path for raw in rows if isinstance(raw, str)}
 
 
 def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:

@@ -221,11 +221,26 @@ def _convert_file(raw: RawFile, label: str) -> FileDiff:
     if kind == "modify" and source != target:
         raise PatchFormatError(
             f"{where}: source and target paths differ ({shown(source)} vs {shown(target)})"
+            + _first_folder_hint(source, target)
         )
     if not raw.hunks and (kind == "modify" or raw.old is not None):
         raise PatchFormatError(f"{where}: file header without any hunk")
     hunks = tuple(_hunk(h, kind == "create") for h in raw.hunks)
     return FileDiff(source if kind == "delete" else target, kind, hunks)
+
+
+def _first_folder_hint(source: str, target: str) -> str:
+    """When two paths differ only in their first folder (``diff -ruN pkg-0.11.orig/
+    pkg-0.11/``), which folders to drop: a patch's paths start at site-packages."""
+    old_top, _, old_rest = source.partition("/")
+    new_top, _, new_rest = target.partition("/")
+    if not old_rest or old_rest != new_rest:
+        return ""
+    return (
+        f"; they differ only in their first folder: drop {old_top + '/'!r} and "
+        f"{new_top + '/'!r} (paths start at site-packages, e.g. {shown(new_rest)}; "
+        "make the diff from inside those folders, or with git diff)"
+    )
 
 
 def parse_diff(text: str, label: str, first_line: int = 1) -> tuple[FileDiff, ...]:
@@ -248,5 +263,11 @@ def parse_diff(text: str, label: str, first_line: int = 1) -> tuple[FileDiff, ..
 
 
 def shown(text: str) -> str:
-    """``text`` safe to print on one line: control and undecodable characters escaped."""
-    return text if text.isprintable() else repr(text)[1:-1]
+    """``text`` for a one-line message, never ambiguous: as it is, or quoted as Python quotes
+    it (``repr``: control and undecodable characters escaped) when it holds one of those or
+    begins or ends with white space, which would be invisible.
+
+    >>> print(shown("pkg/m.py"), shown("pkg/m.py  "), shown("pkg/\\x1b[2Jm.py"))
+    pkg/m.py 'pkg/m.py  ' 'pkg/\\x1b[2Jm.py'
+    """
+    return text if text.isprintable() and text == text.strip() else repr(text)

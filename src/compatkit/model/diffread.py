@@ -3,7 +3,8 @@
 Modelled on ``git apply``: a hunk holds exactly the lines its ``@@`` header counts, each ending
 in a newline (``\\ No newline at end of file`` is the only way to end without one); ``---`` is
 followed by ``+++``, both with a path; no hunk stands outside a file; and, stricter than git,
-a hunk followed by more hunk lines than it counts is refused instead of cut short. Each line
+a hunk followed by more hunk lines than it counts is refused instead of cut short (what may
+follow a complete hunk is listed in ``_Reader._ends_hunk``: git apply skips it all). Each line
 keeps the patch's own line ending. Every refusal is one line: ``LABEL: corrupt patch at line
 N: WHAT``, N counted in the patch file.
 
@@ -199,8 +200,16 @@ class _Reader:
             raise self.fail(self.i, "hunk has more lines than its header counts")
 
     def _ends_hunk(self) -> bool:
+        """Whether the line after a complete hunk starts what git apply skips: the next
+        file's ``---``, a blank line, or a mail's signature (``-- ``, or ``--`` once an editor
+        or a whitespace hook stripped its space, then the version line or nothing)."""
         line = self.head(self.i)
-        return line.startswith("--- ") or line == "-- " or not line.strip()
+        if line.startswith("--- ") or line == "-- " or not line.strip():
+            return True
+        if line != "--":
+            return False
+        after = self.head(self.i + 1) if self.i + 1 < len(self.lines) else ""
+        return after[:1] not in ("+", "-", " ", "\\", "@")
 
     def marker(self, hunk: RawHunk) -> None:
         if not hunk.lines or self.lines[self.i - 1].startswith("\\"):

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from compatkit.model.diffparse import shown
+
 
 class Ownership:
     __slots__ = ("owned", "dist_info", "name", "_exists", "_dirs")
@@ -49,11 +51,13 @@ class Ownership:
             source = f"{folder.rpartition('/')[0]}/{name.split('.', 1)[0]}.py".lstrip("/")
             if self.problem(source) is None:  # a file of ours, or one we may create
                 return None
-            return f"{path} is bytecode of {source}, which is not a file of {self.name}"
+            return (
+                f"{shown(path)} is bytecode of {shown(source)}, which is not a file of {self.name}"
+            )
         while folder and folder not in self._dirs:
             if self._exists(folder):
-                return f"{path} is not inside a folder of {self.name}"
+                return f"{shown(path)} is not inside a folder of {self.name}"
             folder = folder.rpartition("/")[0]
         if not folder:
-            return f"{path} is outside {self.name}'s packages"
+            return f"{shown(path)} is outside {self.name}'s packages"
         return None

@@ -267,7 +267,7 @@ def parse_patch(path: Path, raw: bytes, eager: bool = True, parse: Parser | None
         raise PatchFormatError(f"{label}: the header is not valid UTF-8") from None
     patch_id = fields.get("patch-id") or path.stem
     if not patch_id.isprintable():
-        raise PatchFormatError(f"{label}: Patch-Id {shown(patch_id)!r} has unprintable characters")
+        raise PatchFormatError(f"{label}: Patch-Id {shown(patch_id)} has unprintable characters")
     patch = Patch(patch_id, fields, path, body.replace("\r\n", "\n"), (body, first_line), parse)
     if eager:
         _ = patch.files
