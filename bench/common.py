@@ -15,6 +15,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
+P1_TARGET = 6.0  # start-up: at most this many times `python -c pass` (CONTRIBUTING.md)
 
 
 def timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
