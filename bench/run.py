@@ -39,7 +39,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--python",
-        type=Path,
+        type=lambda text: Path(text).absolute(),  # the venv's link, not what it points to
         required=True,
         help="the real-stack venv's python, with compatkit installed in it",
     )

@@ -48,9 +48,6 @@ HEAVY = (
     "cyclonedx",  # compatkit[sbom]: only compatkit sbom and compatkit wheel import it
     "packageurl",
     "ray",
-    "argparse",  # compatkit.cli.argv reads the common command lines (tests/test_argv.py)
-    "gettext",
-    "locale",
     "textwrap",
     "signal",  # the console script sets its Ctrl-C handler with _signal (no enum)
 )
