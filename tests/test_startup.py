@@ -48,8 +48,6 @@ HEAVY = (
     "cyclonedx",  # compatkit[sbom]: only compatkit sbom and compatkit wheel import it
     "packageurl",
     "ray",
-    "textwrap",
-    "signal",  # the console script sets its Ctrl-C handler with _signal (no enum)
 )
 
 RUN = """
