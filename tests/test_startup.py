@@ -34,7 +34,6 @@ SRC = Path(compatkit.__file__).resolve().parent.parent
 HEAVY = (
     "dataclasses",
     "inspect",
-    "typing",
     "tomllib",
     "importlib_metadata",
     "importlib.metadata",

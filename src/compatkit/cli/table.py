@@ -24,7 +24,8 @@ mislead.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Required, TypedDict
 

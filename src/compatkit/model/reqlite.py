@@ -1,7 +1,7 @@
 """PEP 508 requirements and PEP 440 specifiers for the common cases, without packaging.
 
 ``packaging.requirements`` pulls in ``packaging.markers``, ``packaging.tags`` and a parser
-(≈ 75 ms of start-up on the benchmark machine) to decide questions like "is vllm 0.16.0
+(docs/benchmarks.md, P1) to decide questions like "is vllm 0.16.0
 >=0.16,<0.17?". This module decides exactly those: a name followed by comparison clauses
 (``==  !=  <=  >=  <  >``) whose versions are plain releases (``0.16``, ``4.56.1``), against an
 installed plain release. Anything else (extras, markers, URLs, wildcards, ``~=``, ``===``,
