@@ -381,8 +381,6 @@ def _bench(session: nox.Session, quick: bool) -> None:
         "compatkit",
         "rich",
         "packaging",
-        "importlib_metadata",
-        "zipp",
         "pygments",
         "markdown_it",
         "shtab",

@@ -207,11 +207,11 @@ class Environment(Value):
         return True, None
 
     def _find_general(self, wanted: str) -> Dist | None:
-        import importlib_metadata
+        from importlib import metadata
 
-        # name= takes importlib-metadata's fast path: it matches normalised folder names
+        # name= takes importlib.metadata's fast path: it matches normalised folder names
         # instead of reading every distribution's METADATA.
-        for found in importlib_metadata.distributions(name=wanted, path=list(self.paths)):
+        for found in metadata.distributions(name=wanted, path=list(self.paths)):
             info = Path(str(getattr(found, "_path", "")))
             if not info.name.endswith(".dist-info"):
                 continue  # egg-info installs have no RECORD to own files with
