@@ -420,13 +420,16 @@ def _bench(session: nox.Session, quick: bool) -> None:
         f"{ROOT}[sbom]",  # P6 builds the wheel's SBOM too
         external=True,
     )
+    # P1's peers (bench/p1_p3.py): other tools' start-up beside compatkit's, bytecode compiled
+    session.run(
+        "uv", "pip", "install", "-q", "--python", target, "--compile-bytecode",
+        "pre-commit", "nox", "pip", external=True,
+    )  # fmt: skip
     site = _site_packages(session, target)
     packages = [
         "compatkit",
         "rich",
         "packaging",
-        "importlib_metadata",
-        "zipp",
         "pygments",
         "markdown_it",
         "shtab",

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
+P1_TARGET = 6.0  # start-up: at most this many times `python -c pass` (CONTRIBUTING.md)
 
 
 def timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
@@ -32,7 +33,7 @@ def rounds(runs: int, *actions: Callable[[], T], warmup: int = 2) -> list[list[T
     """Each action's result in each of ``runs`` rounds (one of each per round, in ABBA order:
     no action always runs first or right after the same other), so a machine that gets slower
     or faster during the run moves them all alike (a VM's page faults and a shared disk swing
-    single figures by 20-50 %)."""
+    single figures)."""
     for _ in range(warmup):
         for action in actions:
             action()
@@ -72,7 +73,7 @@ class Figure:
     def ratio(self) -> float:
         """``value / reference``; or, for sides timed in turn, the median of each round's
         ratio (``paired``): a round's two runs see the same machine, so a slow spell (a VM's
-        page reclaim can slow one start by 50 %) moves both and cancels out."""
+        page reclaim slows some starts) moves both and cancels out."""
         if self.paired is not None:
             return self.paired
         return self.value / self.reference if self.reference else float("inf")

@@ -1,4 +1,8 @@
-"""P1: start-up of explain / status / verify; P3: verify --pristine over all of vLLM.
+"""P1: start-up of status / verify / explain; P3: verify --pristine over all of vLLM.
+
+P1 times the commands in the same rounds as ``python -c pass`` and, as peers (no target), the
+``--version`` of pre-commit, nox and pip installed beside compatkit (``nox -s bench`` installs
+them; a missing one is skipped with a note).
 
 Both run in the real speculators 0.3.0 + vLLM 0.16.0 environment with compatkit installed in
 it (bytecode compiled, as pip and ``uv pip install --compile-bytecode`` leave it) and the
@@ -11,12 +15,14 @@ from __future__ import annotations
 
 import csv
 import os
+import statistics
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import p1_paths
-from common import Figure, Report, interleaved, median_of, timed
+from common import P1_TARGET, Figure, Report, interleaved, median_of, rounds, timed
 
 
 def _env() -> dict[str, str]:
@@ -26,7 +32,14 @@ def _env() -> dict[str, str]:
     return env
 
 
+COMMANDS = (["status"], ["verify"], ["explain", "patch-6"])
+# other Python command-line tools' start-up, as a user meets it: peers, not targets
+PEERS = (("pre-commit", "--version"), ("nox", "--version"), ("pip", "--version"))
+
+
 def p1(report: Report, python: Path) -> None:
+    """Every command and every peer found beside ``python``, timed in the same rounds as
+    ``python -c pass`` (each row: the median of its per-round ratios)."""
     runs = 5 if report.quick else 20
     exe = python.parent / "compatkit"
     env = _env()
@@ -34,25 +47,22 @@ def p1(report: Report, python: Path) -> None:
         [str(exe), "apply", "speculators-vllm016"], check=True, env=env, stdout=subprocess.DEVNULL
     )
     try:
-
-        def bare() -> float:
-            return timed([str(python), "-c", "pass"], env=env)
-
-        for args in (["explain", "patch-6"], ["status"], ["verify"]):
-            ref, value = interleaved(runs, bare, lambda a=args: timed([str(exe), *a], env=env))
-            report.add(
-                Figure(
-                    "P1",
-                    f"compatkit {' '.join(args)} (patchset applied)",
-                    value,
-                    "python -c pass",
-                    ref,
-                    4.0,
-                )
-            )
+        rows: list[tuple[str, list[str], float | None]] = [
+            (f"compatkit {' '.join(args)} (patchset applied)", [str(exe), *args], P1_TARGET)
+            for args in COMMANDS
+        ]
+        for tool, *args in PEERS:
+            path = python.parent / tool
+            if not path.exists():
+                report.notes.append(f"P1-peer: {tool} is not installed beside {python}: skipped.")
+                print(f"  P1-peer {tool}: not installed, skipped", flush=True)
+                continue
+            rows.append((f"{tool} {' '.join(args)} (peer)", [str(path), *args], None))
+        _p1_rows(report, python, env, runs, rows)
         p1_paths.run(report, python, env, runs)
         cold = {**env, "COMPATKIT_NO_CACHE": "1"}
-        ref, value = interleaved(runs, bare, lambda: timed([str(exe), "status"], env=cold))
+        status = [str(exe), "status"]
+        ref, value = interleaved(runs, bare(python, env), lambda: timed(status, env=cold))
         report.add(
             Figure(
                 "P1-nocache",
@@ -68,6 +78,35 @@ def p1(report: Report, python: Path) -> None:
             check=True,
             env=env,
             stdout=subprocess.DEVNULL,
+        )
+
+
+def bare(python: Path, env: dict[str, str]) -> Callable[[], float]:
+    return lambda: timed([str(python), "-c", "pass"], env=env)
+
+
+def _p1_rows(
+    report: Report,
+    python: Path,
+    env: dict[str, str],
+    runs: int,
+    rows: list[tuple[str, list[str], float | None]],
+) -> None:
+    """One set of rounds: ``python -c pass`` and every row, so all share one reference."""
+    actions = [bare(python, env), *(lambda c=cmd: timed(c, env=env) for _, cmd, _ in rows)]
+    done = rounds(runs, *actions)
+    ref = statistics.median(r[0] for r in done)
+    for i, (what, _, target) in enumerate(rows, start=1):
+        report.add(
+            Figure(
+                "P1" if target is not None else "P1-peer",
+                what,
+                statistics.median(r[i] for r in done),
+                "python -c pass",
+                ref,
+                target,
+                paired=statistics.median(r[i] / r[0] for r in done),
+            )
         )
 
 

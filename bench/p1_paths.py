@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, Figure, Report, interleaved, median_of, timed
+from common import P1_TARGET, ROOT, Figure, Report, interleaved, median_of, timed
 
 PYPROJECT = """\
 [tool.compatkit]
@@ -64,7 +64,14 @@ def run(report: Report, target: Path, env: dict[str, str], runs: int) -> None:
                 lambda a=args, e=exe: timed([str(e), *a], env=env),
             )
             report.add(
-                Figure(row, f"compatkit explain patch-6, {what}", value, "python -c pass", ref, 4.0)
+                Figure(
+                    row,
+                    f"compatkit explain patch-6, {what}",
+                    value,
+                    "python -c pass",
+                    ref,
+                    P1_TARGET,
+                )
             )
         project = work / "project"
         project.mkdir()
@@ -91,6 +98,6 @@ def run(report: Report, target: Path, env: dict[str, str], runs: int) -> None:
                 max(on - off, 0.0),
                 "python -c pass",
                 ref,
-                4.0,
+                P1_TARGET,
             )
         )

@@ -94,7 +94,7 @@ def measure(package: str, old: str, new: str, runs: int) -> tuple[float, float, 
         (work / "upgrade.diff").write_text(diff)
         env = dict(os.environ)
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # compatkit with its bytecode, as users run it
-        # the console script, as users run it (``python -m`` would add runpy, ≈ 3 ms)
+        # the console script, as users run it (``python -m`` would add runpy)
         exe = Path(sys.executable).parent / "compatkit"
         base = [
             str(exe), "--python", str(work / "target/bin/python"),

@@ -297,7 +297,7 @@ def run_hundred(report: Report) -> None:
 
 def _instructions(cmd: list[str], env: dict[str, str], away: Path | None = None) -> float:
     """The instructions one run of ``cmd`` executes (valgrind's callgrind, PYTHONHASHSEED=0):
-    the same every run, so a 1 % difference shows where wall time on a VM swings 10 %."""
+    the same every run, so a small difference shows where wall time on a VM swings more."""
     out = "--callgrind-out-file=/dev/null"
     valgrind = ["valgrind", "--tool=callgrind", out, *cmd]
     with _moved_away(away):

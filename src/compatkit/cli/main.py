@@ -1,7 +1,5 @@
-"""Command line: read the arguments, then one function per command, then exit codes.
-
-The plain forms of the common commands are read by compatkit.cli.argv; everything else, help and
-usage errors by argparse (compatkit.cli.parser), imported only then (start-up time, P1).
+"""Command line: read the arguments (compatkit.cli.parser), then one function per command, then
+exit codes.
 
 Exit codes: 0 ok; 1 expected failure (mismatch, conflict, verify failed); 2 usage;
 3 internal error (a bug: please report it); 130 interrupted.
@@ -13,6 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.errors import (
     EXIT_INTERNAL,
@@ -23,7 +22,6 @@ from compatkit.errors import (
     UsageError,
 )
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from argparse import Namespace
     from typing import Any
@@ -231,16 +229,10 @@ def _run_authoring(args: Namespace, registry: Any, env: Any, out: Any) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from compatkit.cli import argv as fast
-
     arguments = list(sys.argv[1:] if argv is None else argv)
-    args: Any = fast.parse(arguments)
-    if args is None:
-        args = _parse(arguments)
-        if isinstance(args, int):
-            return args
-    else:
-        args.command_line = []
+    args = _parse(arguments)
+    if isinstance(args, int):
+        return args
     from compatkit.cli.output import Output
 
     out = Output(json_mode=args.json)

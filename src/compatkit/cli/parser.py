@@ -1,8 +1,9 @@
-"""The full command line, with argparse: help, every command and option, usage errors.
+"""The command line, with argparse: every command and option, help, usage errors.
 
-Every command and option comes from compatkit.cli.table. The plain forms of the common commands
-never get here (compatkit.cli.argv reads them from the same table without argparse: start-up
-time, P1); tests/test_argv.py checks the two agree.
+Every command and option comes from compatkit.cli.table. A command line that names a known
+command gets only that command's subparser (the others are names argparse knows, for its
+"invalid choice" list); help, a usage error before the command and shell completion get the
+full parser.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit import __version__
 from compatkit.cli import table
 from compatkit.errors import EXIT_USAGE
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from typing import Any
 
@@ -44,7 +45,7 @@ def _columns() -> int:
 
 class _Formatter(argparse.HelpFormatter):
     """argparse builds a formatter for every add_argument() to check it, and each one imports
-    shutil for the terminal width (≈ 3 ms of every run); this one is told the width."""
+    shutil for the terminal width; this one is told the width."""
 
     def __init__(self, prog: str) -> None:
         super().__init__(prog, width=_columns() - 2)
@@ -123,8 +124,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     cmds = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, command in table.COMMANDS.items():
         if only is not None and name != only:
-            # a name argparse knows (for "invalid choice" and its list), but no parser: each
-            # ArgumentParser costs ≈ 0.2 ms to build, times every other command (P1)
+            # a name argparse knows (for "invalid choice" and its list), but no parser
             cmds._name_parser_map[name] = _SKIPPED  # type: ignore[assignment]
             continue
         _add_command(cmds, name, command)

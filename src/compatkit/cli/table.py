@@ -1,12 +1,9 @@
 """Every command of the command line and its options, written once.
 
-compatkit.cli.parser builds argparse from this table (help, usage errors, shell completion) and
-compatkit.cli.argv reads the plain forms of the ``fast`` commands from it without argparse
-(start-up time, bench P1). A new option goes here and nowhere else; tests/test_argv.py checks
-that every argparse action comes from the table and that the two readers agree on it.
-
-Plain dicts and tuples of constants, nothing imported: this module is read on every run, in
-≈ 20 µs (objects built by a constructor per option took ≈ 260 µs).
+compatkit.cli.parser builds argparse from this table (parsing, help, usage errors, shell
+completion). A new option goes here and nowhere else; tests/test_parser.py checks that every
+argparse action comes from the table. Plain dicts and tuples of constants, nothing imported:
+this module is read on every run (CONTRIBUTING.md, "Start-up time").
 
 An option (:class:`Option`): ``flags`` (for a positional, its one name); ``kind``: "flag"
 (present or not), "value" (one value), "repeat" (a value each time it is given, collected in a
@@ -16,20 +13,19 @@ list), "positional", "version" (prints the version); ``type``: absent (text), "p
 (the value may be left out: then ``const``); ``default`` absent: the kind's own (None, False
 for a flag, [] for a repeat or a "*" positional); ``dest``: absent, the last flag's name.
 
-A command (:class:`Command`): ``help``, its ``options`` in the order help lists them; ``fast``:
-compatkit.cli.argv reads its plain forms; ``hidden``: not listed in the help; ``usage``:
-argparse's usage line, when its own would mislead.
+A command (:class:`Command`): ``help``, its ``options`` in the order help lists them;
+``hidden``: not listed in the help; ``usage``: argparse's usage line, when its own would
+mislead.
 
 >>> exclude = COMMANDS["apply"]["options"][1]
 >>> exclude["flags"], dest(exclude), exclude["kind"]
 (('--exclude',), 'exclude', 'repeat')
->>> [name for name, command in COMMANDS.items() if command.get("fast")]
-['apply', 'revert', 'verify', 'recover', 'status', 'list', 'explain']
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Required, TypedDict
 
@@ -49,7 +45,6 @@ if TYPE_CHECKING:
     class Command(TypedDict, total=False):
         help: Required[str | None]
         options: Required[tuple[Option, ...]]
-        fast: bool
         hidden: bool
         usage: str
 
@@ -128,7 +123,6 @@ COMMANDS: dict[str, Command] = {
                 "help": "show what would change; write nothing",
             },
         ),
-        "fast": True,
     },
     "revert": {
         "help": "restore the original files, byte for byte",
@@ -140,7 +134,6 @@ COMMANDS: dict[str, Command] = {
                 "help": "restore even files edited after apply",
             },
         ),
-        "fast": True,
     },
     "verify": {
         "help": "check that patchsets are fully applied and intact",
@@ -164,7 +157,6 @@ COMMANDS: dict[str, Command] = {
             },
             _RUNTIME,
         ),
-        "fast": True,
     },
     "recover": {
         "help": "roll back (or --discard) what an interrupted compatkit run left",
@@ -181,7 +173,6 @@ COMMANDS: dict[str, Command] = {
                 "help": "delete the journal, restore nothing",
             },
         ),
-        "fast": True,
     },
     "status": {
         "help": "show each patch's state in the target environment",
@@ -194,12 +185,10 @@ COMMANDS: dict[str, Command] = {
             },
             _RUNTIME,
         ),
-        "fast": True,
     },
     "list": {
         "help": "list the known patchsets",
         "options": (),
-        "fast": True,
     },
     "explain": {
         "help": "tell the story of a patch, by id or by a pasted error message",
@@ -210,7 +199,6 @@ COMMANDS: dict[str, Command] = {
                 "help": "a patch id (patch-6, or PATCHSET:patch-6) or error text",
             },
         ),
-        "fast": True,
     },
     "smoke": {
         "help": "run the patches' smoke tests with pytest in the target environment",

@@ -11,7 +11,7 @@ from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.state import FileState, State, states_of
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import PatchFormatError
-from compatkit.model import reqlite, startup_code
+from compatkit.model import startup_code
 from compatkit.model.diffparse import FileDiff
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import hash_bytes
@@ -32,45 +32,18 @@ def _version_problem(req: Requirement, found: str | None) -> str | None:
 
 
 def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
-    """Why the installed target does not fit ``ps`` (None: it fits).
-
-    Plain comparison clauses (``==0.3.0``, ``>=0.16,<0.17``) against a plain installed
-    version are decided without packaging (compatkit.model.reqlite), whose import dominates the
-    start-up time of ``status``; anything else goes to packaging.
-    """
-    wanted = f"{ps.distribution}{ps.specifier_text}"
+    """Why the installed target does not fit ``ps`` (None: it fits)."""
     if dist is None:
-        return f"needs {wanted}, which is not installed"
-    simple = reqlite.specifiers(ps.specifier_text)
-    fits = None if simple is None else simple.contains(dist.version)
-    if fits is None:
-        fits = ps.specifier.contains(dist.version, prereleases=True)
-    if not fits:
+        return f"needs {ps.distribution}{ps.specifier_text}, which is not installed"
+    if not ps.specifier.contains(dist.version, prereleases=True):
         return f"needs {ps.target}, found {ps.distribution} {dist.version}"
     return None
 
 
 def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> list[str]:
-    """Every way the environment misses the patchset's target and requirements.
-
-    A requirement without extras or markers, with plain clauses, is decided by
-    compatkit.model.reqlite when the installed version is a plain release; the rest by packaging.
-    """
+    """Every way the environment misses the patchset's target and requirements."""
     problems = [target_problem(ps, dist)]
-    for i, text in enumerate(ps.requires_text):
-        simple = reqlite.parse(text)
-        if simple is not None:
-            found = env.find(simple.name)
-            if found is None:
-                problems.append(f"needs {simple}, which is not installed")
-                continue
-            fits = simple.contains(found.version)
-            if fits is not None:
-                spec = simple.specifier or ""
-                miss = f"needs {simple.name}{spec}, found {simple.name} {found.version}"
-                problems.append(None if fits else miss)
-                continue
-        req = ps.requires[i]
+    for req in ps.requires:
         if req.marker is not None and not req.marker.evaluate(env.markers):
             continue
         found = env.find(req.name)
@@ -80,22 +53,16 @@ def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> l
 
 def constraint_problems(ps: Patchset, env: Environment) -> list[str]:
     """Every ``[[constraints]]`` pin the environment breaks (an absent distribution breaks
-    none: a constraint limits what is installed, as ``pip install -c`` reads it). Plain pins
-    are decided by compatkit.model.reqlite (start-up time), the rest by packaging."""
+    none: a constraint limits what is installed, as ``pip install -c`` reads it)."""
     found = []
     for pin, _ in ps.constraints:
-        simple = reqlite.parse(pin)
-        name = simple.name if simple is not None else _requirement(ps, pin).name
-        dist = env.find(name)
+        req = _requirement(ps, pin)
+        dist = env.find(req.name)
         if dist is None:
             continue
-        fits = simple.contains(dist.version) if simple is not None else None
-        if fits is None:
-            req = _requirement(ps, pin)
-            if req.marker is not None and not req.marker.evaluate(env.markers):
-                continue
-            fits = req.specifier.contains(dist.version, prereleases=True)
-        if not fits:
+        if req.marker is not None and not req.marker.evaluate(env.markers):
+            continue
+        if not req.specifier.contains(dist.version, prereleases=True):
             found.append(f"constraint {pin} unmet: found {dist.name} {dist.version}")
     return found
 

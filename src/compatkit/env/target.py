@@ -13,9 +13,10 @@ import os
 import sys
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from compatkit.env.files import DiskFiles
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.model.names import canonical_name
 from compatkit.model.records import Record
 from compatkit.value import Value
 
@@ -174,7 +175,7 @@ class Environment(Value):
 
     def find(self, name: str) -> Dist | None:
         """The installed distribution called ``name`` (first on the path wins), or None."""
-        wanted = canonical_name(name)
+        wanted = canonicalize_name(name)
         settled, dist = self._scan(wanted)
         return dist if settled else self._find_general(wanted)
 
@@ -201,22 +202,22 @@ class Environment(Value):
             if len(hits) > 1 or not hits[0].lower().endswith(".dist-info"):
                 return False, None
             dist = Dist.at(Path(base) / hits[0])
-            if dist is None or canonical_name(dist.name) != wanted:
+            if dist is None or canonicalize_name(dist.name) != wanted:
                 return False, None
             return True, dist
         return True, None
 
     def _find_general(self, wanted: str) -> Dist | None:
-        import importlib_metadata
+        from importlib import metadata
 
-        # name= takes importlib-metadata's fast path: it matches normalised folder names
+        # name= takes importlib.metadata's fast path: it matches normalised folder names
         # instead of reading every distribution's METADATA.
-        for found in importlib_metadata.distributions(name=wanted, path=list(self.paths)):
+        for found in metadata.distributions(name=wanted, path=list(self.paths)):
             info = Path(str(getattr(found, "_path", "")))
             if not info.name.endswith(".dist-info"):
                 continue  # egg-info installs have no RECORD to own files with
             dist = Dist.at(info)
-            if dist is not None and canonical_name(dist.name) == wanted:
+            if dist is not None and canonicalize_name(dist.name) == wanted:
                 return dist
         return None
 
@@ -250,7 +251,7 @@ def installed(env: Environment) -> list[Dist]:
         for info in sorted(Path(base).glob("*.dist-info")):
             dist = Dist.at(info)
             if dist is not None:
-                seen.setdefault(canonical_name(dist.name), dist)
+                seen.setdefault(canonicalize_name(dist.name), dist)
     return list(seen.values())
 
 
@@ -268,7 +269,7 @@ def _index(base: str, children: list[str]) -> dict[str, list[str]]:
     index: dict[str, list[str]] = {}
     for child in children:
         if child.lower().endswith((".dist-info", ".egg-info")):
-            name = canonical_name(child.rpartition(".")[0].partition("-")[0])
+            name = canonicalize_name(child.rpartition(".")[0].partition("-")[0])
             index.setdefault(name, []).append(child)
     _INDEXES[base] = (children, index)
     return index

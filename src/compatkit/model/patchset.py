@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.errors import PatchFormatError
-from compatkit.model import reqlite
 from compatkit.model.diffparse import FileDiff, shown
 from compatkit.value import Value
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -162,12 +161,8 @@ class Patchset(Value):
 
     @property
     def target(self) -> str:
-        """``distribution`` + specifier as packaging prints it (simple ones without packaging)."""
-        text = "".join(self.specifier_text.split())
-        simple = reqlite.specifiers(self.specifier_text)
-        if simple is None and text and "," not in text:
-            return f"{self.distribution}{text}"  # one clause prints as written, spaces dropped
-        return f"{self.distribution}{self.specifier if simple is None else simple}"
+        """``distribution`` + specifier as packaging prints it."""
+        return f"{self.distribution}{self.specifier}"
 
     @property
     def requires(self) -> tuple[Requirement, ...]:

@@ -27,7 +27,7 @@ def hash_bytes(data: bytes, threads: bool = False) -> str:
 
     Small inputs are hashed by the interpreter's built-in SHA-256 (compatkit.digest): status
     and verify hash a few patched files, and importing hashlib (OpenSSL) would cost more than
-    the hashing (≈ 2.5 ms: P1). ``threads``: the caller hashes on several threads (verify
+    the hashing (P1). ``threads``: the caller hashes on several threads (verify
     --pristine, P3), so always OpenSSL's, which releases the GIL.
     """
     digest = sha256(data, small=False if threads else None).digest()
@@ -47,7 +47,7 @@ class Row(Value):
     @classmethod
     def from_raw(cls, raw: str) -> Row:
         if '"' not in raw:
-            fields = raw.split(",")  # what csv makes of a row without quotes, 10× faster
+            fields = raw.split(",")  # what csv makes of a row without quotes
         else:
             import csv
 

@@ -1,9 +1,7 @@
-"""compatkit.cli.table, the one statement of every command and option, and the two readers built
-from it: argparse (compatkit.cli.parser) and the fast reader without argparse
-(compatkit.cli.argv). Every argparse action comes from the table; on command lines generated
-from the table (every option of every command, in each form) and on random ones, where the fast
-reader answers argparse gives the same namespace; where argparse would refuse or print help,
-the fast reader leaves the line to it."""
+"""compatkit.cli.table, the one statement of every command and option, and the argparse parser
+built from it (compatkit.cli.parser): every argparse action comes from the table, every option of
+every command reaches argparse in each form a user types it, and a line that names a command
+(built with that command's subparser only) reads as the full parser reads it."""
 
 from __future__ import annotations
 
@@ -15,45 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-from compatkit.cli import argv, parser, table
+from compatkit.cli import parser, table
 from compatkit.cli.parser import build_parser
 
 PARSER = build_parser()
-FAST = [name for name, c in table.COMMANDS.items() if c.get("fast")]
-
-TOKENS = [
-    *FAST,
-    "lint",
-    "exec",
-    *sorted(
-        {
-            f
-            for c in FAST
-            for o in (*table.GLOBALS, *table.COMMANDS[c]["options"])
-            if o["kind"] != "positional"
-            for f in o["flags"]
-        }
-    ),
-    "--help",
-    "-h",
-    "--version",
-    "--pyth",
-    "--json=1",
-    "--python=/usr/bin/python3",
-    "--patchset-dir=ps",
-    "--exclude=patch-2",
-    "--",
-    "-",
-    "-x",
-    "",
-    "speculators-vllm016",
-    "patch-6",
-    "Boolean value of Tensor",
-    "a b",
-]
 
 
 def _argparse(
@@ -66,14 +30,6 @@ def _argparse(
         except SystemExit:
             return None
     return None if ns.command is None else vars(ns)
-
-
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(TOKENS), max_size=7))
-def test_fast_reader_agrees_with_argparse(args: list[str]) -> None:
-    fast = argv.parse(args)
-    if fast is not None:
-        assert _argparse(args) == vars(fast), args
 
 
 @pytest.mark.parametrize(
@@ -91,46 +47,22 @@ def test_fast_reader_agrees_with_argparse(args: list[str]) -> None:
         ["apply"],
         ["apply", "ps", "--exclude", "patch-2", "--exclude=patch-3", "--dry-run", "--force"],
         ["--python", "/venv/bin/python", "--patchset-dir", "a", "--patchset-dir", "b", "apply"],
+        ["--python", "a", "status", "--python", "b"],
+        ["--patchset-dir", "a", "status", "--patchset-dir", "b"],
         ["revert", "ps", "--force", "--python=/venv", "--config", "pyproject.toml"],
         ["recover", "--discard", "demo"],
         ["explain", ""],
-    ],
-)
-def test_the_common_lines_are_read_fast_and_the_same(args: list[str]) -> None:
-    fast = argv.parse(args)
-    assert fast is not None, args
-    assert vars(fast) == _argparse(args)
-    assert all(isinstance(p, Path) for p in fast.patchset_dir)
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        [],
-        ["--help"],
-        ["status", "-h"],
-        ["--version"],
-        ["explain"],  # argparse's usage error
-        ["revert", "a", "b"],
-        ["verify", "a", "--json", "b"],  # positionals split by an option
-        ["status", "--pyth", "x"],  # an abbreviation
-        ["status", "--python"],  # a value missing
-        ["status", "--python", "-x"],
-        ["apply", "--force=1"],
-        ["--patchset-dir", "a", "status", "--patchset-dir", "b"],  # argparse keeps only b
-        ["exec", "ps", "--", "python"],
-        ["lint"],
         ["explain", "--", "-x"],
+        ["fleet", "verify", "ps", "--timeout", "5"],
     ],
 )
-def test_everything_else_is_left_to_argparse(args: list[str]) -> None:
-    assert argv.parse(args) is None
-
-
-def test_a_flag_on_both_sides_of_the_command_is_read_as_argparse_reads_it() -> None:
-    args = ["--python", "a", "status", "--python", "b"]
-    fast = argv.parse(args)
-    assert fast is not None and fast.python == "b" and vars(fast) == _argparse(args)
+def test_a_named_command_reads_as_the_full_parser_reads_it(args: list[str]) -> None:
+    ns = parser.parse(args)
+    assert ns is not None, args
+    found = vars(ns)
+    assert found.pop("command_line") == []
+    assert found == _argparse(args), args
+    assert all(isinstance(p, Path) for p in ns.patchset_dir)
 
 
 # -- command lines generated from the table ---------------------------------------------------
@@ -191,16 +123,6 @@ def _set(namespace: dict[str, object] | None, dest: str) -> bool:
     return value not in (None, False, []) and not str(value).startswith(("dist", "build/"))
 
 
-@pytest.mark.parametrize("args,dest", list(generated_lines(FAST)), ids=" ".join)
-def test_every_option_of_a_fast_command_is_read_fast_and_as_argparse_reads_it(
-    args: list[str], dest: str
-) -> None:
-    fast = argv.parse(args)
-    assert fast is not None, args
-    assert vars(fast) == _argparse(args)
-    assert _set(vars(fast), dest)
-
-
 ALL = list(table.COMMANDS)
 
 
@@ -212,22 +134,6 @@ def test_every_option_of_every_command_reaches_argparse_from_the_table(
     assert found is not None, args
     assert _set(found, dest)
     assert found["command"] in args
-
-
-def test_the_fast_reader_agrees_with_argparse_on_any_command_marked_fast(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The fast reader is not written for its seven commands: marked ``fast``, any command of
-    the table is read as argparse reads it (or left to argparse: choices, required, seconds)."""
-    for name, command in table.COMMANDS.items():
-        monkeypatch.setitem(table.COMMANDS, name, {**command, "fast": True})
-    read = 0
-    for args, _ in generated_lines(ALL):
-        fast = argv.parse(args)
-        if fast is not None:
-            read += 1
-            assert vars(fast) == _argparse(args), args
-    assert read > 200  # most lines are read fast, not left to argparse
 
 
 # -- every argparse action comes from the table -------------------------------------------------
@@ -264,7 +170,7 @@ def test_every_argparse_action_of_every_command_comes_from_the_table() -> None:
     assert listed == [n for n, c in table.COMMANDS.items() if not c.get("hidden")]
 
 
-def test_an_option_added_to_the_table_is_read_by_both_paths(
+def test_an_option_added_to_the_table_is_parsed_and_in_the_help(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     status = table.COMMANDS["status"]
@@ -277,11 +183,10 @@ def test_an_option_added_to_the_table_is_read_by_both_paths(
     deep: table.Option = {"flags": ("--deep",), "kind": "flag", "help": "look harder"}
     grown: table.Command = {**status, "options": (*status["options"], since, deep)}
     monkeypatch.setitem(table.COMMANDS, "status", grown)
-    args = ["status", "a", "--since", "yesterday", "--deep"]
-    fast = argv.parse(args)
-    assert fast is not None and fast.since == "yesterday" and fast.deep is True
-    assert vars(fast) == _argparse(args, build_parser())
-    assert vars(argv.parse(["status"]) or {})["since"] is None
+    ns = parser.parse(["status", "a", "--since", "yesterday", "--deep"])
+    assert ns is not None and ns.since == "yesterday" and ns.deep is True
+    ns = parser.parse(["status"])
+    assert ns is not None and ns.since is None and ns.deep is False
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         build_parser("status").parse_args(["status", "--help"])
