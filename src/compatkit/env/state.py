@@ -147,7 +147,7 @@ class State(Value):
 
     def to_json(self) -> bytes:
         raw = self.as_dict()
-        raw["files"] = [f.as_dict() for f in self.files]
+        raw["files"] = [_file_dict(f) for f in self.files]
         raw["pycs"] = [p.as_dict() for p in self.pycs]
         if not self.built_in:
             del raw["built_in"]  # states of an apply keep the bytes they always had
@@ -164,6 +164,15 @@ class State(Value):
         raw["files"] = [_file_state(f) for f in raw.get("files", [])]
         raw["pycs"] = [PycState(**p) for p in raw.get("pycs", [])]
         return cls(**raw)
+
+
+def _file_dict(f: FileState) -> dict[str, object]:
+    """One file's entry; ``mode`` only where there is one (a deleted file's), so that other
+    entries and a patched wheel's state keep the bytes they always had (docs/delivery.md)."""
+    raw = f.as_dict()
+    if f.mode is None:
+        del raw["mode"]
+    return raw
 
 
 def _file_state(raw: dict[str, object]) -> FileState:
