@@ -54,6 +54,9 @@ class MemoryFiles:
     def mtime_ns(self, relpath: str) -> int:
         return self.mtimes.get(relpath, 1_000)
 
+    def mode(self, relpath: str) -> int:
+        return 0o644
+
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         check_relpath(relpath)
         parts = relpath.split("/")

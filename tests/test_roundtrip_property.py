@@ -1,16 +1,17 @@
 """Issue 38: apply → verify → revert gives back every byte, on generated distributions.
 
 hypothesis draws a tiny distribution (empty files, root-level modules, a nested package, a
-namespace folder, a folder of one file, CRLF and no-final-newline files, 0444 files, bytecode
-that RECORD lists or not) and a series of 1-3 patches over it (modify, create, delete, every
-file of a folder, several files per patch), written as ``diff -u`` / ``git diff`` text. The
+namespace folder, a folder of one file, CRLF and no-final-newline files, 0444 and 0755 files,
+bytecode that RECORD lists or not) and a series of 1-3 patches over it (modify, create, delete,
+every file of a folder, several files per patch), written as ``diff -u`` / ``git diff`` text. The
 distribution is written straight into one real venv's site-packages (RECORD with real
 hashes), and for each example:
 
-- ``apply`` exits 0 and every touched file holds exactly the bytes the series makes;
+- ``apply`` exits 0 and every touched file holds exactly the bytes the series makes (a modified
+  file keeps its mode, a created one is 0644);
 - ``verify`` exits 0;
-- ``revert`` exits 0 and the tree (bytecode, RECORD, file modes) is byte-identical to before,
-  and ``verify --pristine`` passes;
+- ``revert`` exits 0 and the tree (bytecode, RECORD, every file's mode, a deleted one's too) is
+  byte-identical to before, and ``verify --pristine`` passes;
 - in the second test (slow), a real ``python -m compatkit apply`` and then ``revert`` are also
   SIGKILLed at a drawn write step; the next command must leave the tree byte-exact pristine
   or byte-exact applied.
@@ -132,7 +133,7 @@ def cases(draw: st.DrawFn) -> Case:
     chosen = draw(st.lists(st.sampled_from(SLOTS), min_size=1, max_size=len(SLOTS), unique=True))
     for path in sorted(chosen):
         case.files[path] = b"" if path.endswith("py.typed") else draw(contents())
-        case.modes[path] = draw(st.sampled_from([0o644, 0o644, 0o444]))
+        case.modes[path] = draw(st.sampled_from([0o644, 0o644, 0o444, 0o755]))
         if path.endswith(".py") and draw(st.integers(0, 3)) == 0:
             folder, _, name = path.rpartition("/")
             pyc = f"{folder}/__pycache__/{name[:-3]}.cpython-311.pyc".lstrip("/")
@@ -192,6 +193,7 @@ def cases(draw: st.DrawFn) -> Case:
             ("crlf", b"\r\n" in data),
             ("no-final-newline", data != b"" and not data.endswith(b"\n")),
             ("0444", case.modes[path] == 0o444),
+            ("0755", case.modes[path] == 0o755),
             ("root-level", "/" not in path),
         ]
         for trait, has in traits:
@@ -211,7 +213,6 @@ class Site:
         self.steps: dict[str, int] = {}
         self.crashes: dict[str, int] = {}
         self.examples = 0
-        self.mode_free: set[str] = set()
 
     def __repr__(self) -> str:
         return f"Site({self.root})"
@@ -265,8 +266,7 @@ class Site:
             os.chmod(self.root / rel, case.modes.get(rel, 0o644))
 
     def snap(self) -> dict[str, tuple[bytes, int]]:
-        """Every file and folder this example owns: bytes and permission bits (not those of a
-        file the series deletes: revert re-creates it 0644, see docs/reliability.md)."""
+        """Every file and folder this example owns: bytes and permission bits."""
         out: dict[str, tuple[bytes, int]] = {}
         for name in sorted(set(os.listdir(self.root)) - self.initial):
             top = self.root / name
@@ -274,7 +274,7 @@ class Site:
                 st_ = p.lstat()
                 data = p.read_bytes() if p.is_file() else b"<dir>"
                 rel = str(p.relative_to(self.root))
-                out[rel] = (data, 0 if rel in self.mode_free else stat.S_IMODE(st_.st_mode))
+                out[rel] = (data, stat.S_IMODE(st_.st_mode))
         return out
 
     def steps_of(self, *args: str) -> int:
@@ -316,13 +316,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 def check(site: Site, case: Case, crash: tuple[float, float] | None) -> None:
     site.write(case)
-    site.mode_free = {p for p, data in case.expected.items() if data is None}
     pristine = site.snap()
     steps_apply = site.steps_of("apply", NAME)
     applied = site.snap()
     for path, data in case.expected.items():
         on_disk = site.root / path
         assert (on_disk.read_bytes() if on_disk.exists() else None) == data, path
+        if data is not None:  # a modified file keeps its mode, a created one is 0644
+            assert stat.S_IMODE(on_disk.stat().st_mode) == case.modes.get(path, 0o644), path
     for path, data in case.files.items():
         if path not in case.expected:
             assert (site.root / path).read_bytes() == data, path

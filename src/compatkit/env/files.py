@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         def lexists(self, relpath: str) -> bool: ...
         def listdir(self, relpath: str) -> list[str]: ...
         def mtime_ns(self, relpath: str) -> int: ...
+        def mode(self, relpath: str) -> int: ...
         def check_inside(self, relpath: str, dirs_ok: set[str]) -> None: ...
 
 
@@ -76,6 +77,10 @@ class DiskFiles:
 
     def mtime_ns(self, relpath: str) -> int:
         return os.stat(self._full(relpath)).st_mtime_ns
+
+    def mode(self, relpath: str) -> int:
+        """Its permission bits (never set-user-ID, set-group-ID, sticky: no installer sets them)."""
+        return os.stat(self._full(relpath)).st_mode & 0o777
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         """Refuse a path that is not plain, or that passes a symlink or a non-directory."""

@@ -39,6 +39,7 @@ class Overlay:
         self.files = dist.files if files is None else files  # every read goes through it
         self.data: dict[str, bytes | None] = {}
         self.mtimes: dict[str, int] = {}
+        self.modes: dict[str, int] = {}  # permission bits a write sets (a deleted file back)
         self._disk: dict[str, bytes | None] = {}  # each file is read once (under the lock)
         raw_record = self.disk(dist.record_relpath)  # kept: the journal needs it too
         if raw_record is None:
@@ -75,13 +76,25 @@ class Overlay:
             return self._disk[relpath] is not None
         return self.files.is_file(relpath)
 
-    def write(self, relpath: str, data: bytes | None, mtime_ns: int | None = None) -> None:
+    def write(
+        self, relpath: str, data: bytes | None, mtime_ns: int | None = None, mode: int | None = None
+    ) -> None:
         if relpath in self._moved_to or relpath in self.moves:
             raise CompatkitError(f"internal: {relpath} is both renamed and written")
         self.data[relpath] = data
         if mtime_ns is not None:
             self.mtimes[relpath] = mtime_ns
+        if mode is not None:
+            self.modes[relpath] = mode
         self._note_pyc(relpath)
+
+    def mode(self, relpath: str) -> int:
+        """The permission bits ``relpath`` (a file that will exist) will have: as planned, else
+        its own on disk (a write keeps them), else 0644 (see :func:`compatkit.env.txn.commit`)."""
+        if relpath in self.modes:
+            return self.modes[relpath]
+        source = self._moved_to.get(relpath, relpath)
+        return self.files.mode(source) if self.files.is_file(source) else 0o644
 
     def free_name(self, pattern: str) -> str:
         """``pattern`` formatted with the lowest n whose path is neither on disk nor planned."""
@@ -150,9 +163,16 @@ class Overlay:
     def changes(self) -> list[Change]:
         """Writes and deletes, then deletes that clear rename destinations, then renames."""
         out = [
-            Change(rel, data, self.mtimes.get(rel), before=self.disk(rel), before_known=True)
+            Change(
+                rel,
+                data,
+                self.mtimes.get(rel),
+                before=self.disk(rel),
+                before_known=True,
+                mode=self.modes.get(rel),
+            )
             for rel, data in self.data.items()
-            if rel in self.mtimes or self.disk(rel) != data
+            if rel in self.mtimes or rel in self.modes or self.disk(rel) != data
         ]
         if self.record != self._original_record:
             rel = self.dist.record_relpath
@@ -185,7 +205,7 @@ def plan_revert(ov: Overlay, state: State, force: bool) -> list[str]:
         if f.backup and original is None:
             problems.append(f"backup of {f.path} is missing ({f.backup})")
             continue
-        ov.write(f.path, original, f.mtime_ns)
+        ov.write(f.path, original, f.mtime_ns, f.mode)  # mode: a deleted file's own, not 0644
         rows.append((f.record_index, f.record_row) if f.record_row is not None else (None, ""))
     for p in state.pycs:
         if p.moved:
@@ -326,6 +346,8 @@ def _record_changes(
         if original is not None and not state.built_in:
             fs.backup, fs.backup_offset, fs.backup_size = archive.add(original)
             fs.mtime_ns = ov.mtimes.get(path) or ov.files.mtime_ns(path)
+            if new is None:  # revert re-creates it: with its own mode (a write keeps the mode)
+                fs.mode = ov.mode(path)
         row = ov.record.get(path)
         if row is not None:
             fs.record_row, fs.record_index = row.raw, start.index(path)

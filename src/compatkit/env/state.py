@@ -35,6 +35,7 @@ class FileState(Value):
         "patches",
         "backup_offset",
         "backup_size",
+        "mode",
     )
     __hash__ = None  # type: ignore[assignment]  # mutable
 
@@ -50,6 +51,7 @@ class FileState(Value):
         patches: list[str] | None = None,
         backup_offset: int | None = None,  # where in the archive (None: the whole file)
         backup_size: int | None = None,
+        mode: int | None = None,  # a deleted file's permission bits (None: older state, 0644)
     ) -> None:
         self.path = path
         self.original_sha = original_sha
@@ -61,6 +63,7 @@ class FileState(Value):
         self.patches: list[str] = [] if patches is None else patches
         self.backup_offset = backup_offset
         self.backup_size = backup_size
+        self.mode = mode
 
 
 class PycState(Value):
@@ -144,7 +147,7 @@ class State(Value):
 
     def to_json(self) -> bytes:
         raw = self.as_dict()
-        raw["files"] = [f.as_dict() for f in self.files]
+        raw["files"] = [_file_dict(f) for f in self.files]
         raw["pycs"] = [p.as_dict() for p in self.pycs]
         if not self.built_in:
             del raw["built_in"]  # states of an apply keep the bytes they always had
@@ -158,9 +161,29 @@ class State(Value):
         import json
 
         raw = json.loads(data)
-        raw["files"] = [FileState(**f) for f in raw.get("files", [])]
+        raw["files"] = [_file_state(f) for f in raw.get("files", [])]
         raw["pycs"] = [PycState(**p) for p in raw.get("pycs", [])]
         return cls(**raw)
+
+
+def _file_dict(f: FileState) -> dict[str, object]:
+    """One file's entry; ``mode`` only where there is one (a deleted file's), so that other
+    entries and a patched wheel's state keep the bytes they always had (docs/delivery.md)."""
+    raw = f.as_dict()
+    if f.mode is None:
+        del raw["mode"]
+    return raw
+
+
+def _file_state(raw: dict[str, object]) -> FileState:
+    """One file's entry. Its ``mode`` is what revert creates a deleted file with, and the
+    state lies in the environment, where others may edit it: permission bits only."""
+    fs = FileState(**raw)  # type: ignore[arg-type]
+    mode: object = fs.mode
+    if mode is not None and (type(mode) is not int or not 0 <= mode <= 0o777):
+        shown = oct(mode) if type(mode) is int else repr(mode)[:20]
+        raise ValueError(f"{str(fs.path)[:200]!r}: 'mode' {shown} is not a file mode (0 to 0o777)")
+    return fs
 
 
 def state_relpath(dist: Dist, patchset: str) -> str:

@@ -52,7 +52,7 @@ class Change(Value):
     of the way and back (one rename each instead of a copy, an unlink and a re-create).
     """
 
-    __slots__ = ("relpath", "data", "mtime_ns", "before", "before_known", "move_to")
+    __slots__ = ("relpath", "data", "mtime_ns", "before", "before_known", "move_to", "mode")
 
     def __init__(
         self,
@@ -62,6 +62,7 @@ class Change(Value):
         before: bytes | None = None,  # the current bytes, when the caller already read them
         before_known: bool = False,  # ... so the journal does not read the file again
         move_to: str | None = None,  # rename relpath to this (a path that does not exist)
+        mode: int | None = None,  # permission bits to write (None: the file's own, else 0644)
     ) -> None:
         self.relpath = relpath
         self.data = data
@@ -69,6 +70,7 @@ class Change(Value):
         self.before = before
         self.before_known = before_known
         self.move_to = move_to
+        self.mode = mode
 
 
 def _step() -> None:
@@ -187,7 +189,7 @@ def _apply_change(
         emptied.add(os.path.dirname(target))
     else:
         _make_dirs(os.path.dirname(target), made)
-        mode = modes.get(change.relpath, 0o644)
+        mode = change.mode if change.mode is not None else modes.get(change.relpath, 0o644)
         write_atomic(target, change.data, mode, change.mtime_ns)
     _step()
 

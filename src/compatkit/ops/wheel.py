@@ -100,6 +100,9 @@ class MemoryFiles:
     def mtime_ns(self, relpath: str) -> int:
         return 0
 
+    def mode(self, relpath: str) -> int:
+        return 0o644
+
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         check_relpath(relpath)
         parts = relpath.split("/")
