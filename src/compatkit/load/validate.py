@@ -25,7 +25,7 @@ from pathlib import Path
 
 from compatkit.digest import sha256
 from compatkit.errors import CompatkitError, PatchFormatError
-from compatkit.load import cache, diffcache
+from compatkit.load import cache
 from compatkit.load.trust import Finding, Resolver, refusal, shown
 from compatkit.model import startup_code
 from compatkit.model.names import canonical_name
@@ -284,7 +284,7 @@ def _series(checked: Checked, digest: Hash, deep: bool) -> None:
             continue
         digest.update(sha256(raw).digest())
         try:
-            checked.patches.append(parse_patch(Path(real), raw, eager=deep, parse=diffcache.parse))
+            checked.patches.append(parse_patch(Path(real), raw, eager=deep))
         except CompatkitError as exc:
             checked.problems.append(f"{entry}: does not parse: {exc.message}")
     ids = [p.id for p in checked.patches]
