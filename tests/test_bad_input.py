@@ -303,17 +303,23 @@ def test_ctrl_c_as_each_start_up_module_loads(demo: Demo, module: str) -> None:
 
 
 STARTED = """
-import os, sys
-from compatkit.cli.entry import run  # compatkit's first line: its handler is in place
-os.write(int(sys.argv[1]), b"!")
-sys.argv = ["compatkit", *sys.argv[2:]]
+import builtins, os, sys
+fd, sys.argv = int(sys.argv[1]), ["compatkit", *sys.argv[2:]]
+real = builtins.__import__
+def hook(name, *args, **kwargs):
+    if name == "compatkit.cli.main":  # run() has started: its handler is in place
+        builtins.__import__ = real
+        os.write(fd, b"!")
+    return real(name, *args, **kwargs)
+builtins.__import__ = hook
+from compatkit.cli.entry import run
 sys.exit(run())
 """
 
 
 def test_ctrl_c_in_the_first_50_ms_of_apply(demo: Demo) -> None:
-    """SIGINT at 0 to 50 ms after compatkit's first line: one line and 130 (or done, exit 0),
-    and the environment pristine or fully patched, never between, no temp file left.
+    """SIGINT at 0 to 50 ms after run() starts (the console script's call): one line and 130
+    (or done, exit 0), and the environment pristine or fully patched, never between, no temp file left.
 
     The interpreter's own start-up before that line (``site``) is Python's: a SIGINT there
     ends the process by the signal, or with Python's own message (docs/security.md)."""

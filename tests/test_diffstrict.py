@@ -16,7 +16,7 @@ import pytest
 
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.errors import PatchFormatError
-from compatkit.model.diffparse import parse_diff
+from compatkit.model.diff import parse_diff
 
 GIT = shutil.which("git")
 PATCH = shutil.which("patch")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from compatkit.engine import hunks as engine
 from compatkit.engine.hunks import HunkMismatch, SeriesConflict, apply_file, apply_series
-from compatkit.model.diffparse import parse_diff
+from compatkit.model.diff import parse_diff
 
 
 def fd(text: str):  # type: ignore[no-untyped-def]

@@ -24,7 +24,7 @@ from compatkit.engine.hunks import SeriesConflict, apply_file, apply_series
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.validate import load_patchset
-from compatkit.model.diffparse import parse_diff
+from compatkit.model.diff import parse_diff
 from compatkit.model.patchset import parse_patch
 from conftest import DEMO_FILES, UV, Venv, build_wheel, write_patchset
 from fuzzgen import bad_options, corpus_files, patch_bytes, project_toml

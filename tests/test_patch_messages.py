@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.errors import PatchFormatError
-from compatkit.model.diffparse import parse_diff, shown
+from compatkit.model.diff import parse_diff, shown
 from conftest import DEMO_FILES, PATCH_GREET, Demo, write_patchset
 
 HEAD = (

@@ -67,25 +67,19 @@ def _sign_with(entry: Path, doc: dict[str, object], key: bytes) -> None:
     )
 
 
-def _greet_entry(store: Path) -> Path:
-    """The diff entry holding patch-1's parse (demo/greet.py)."""
-    for entry in sorted((store / "diff").glob("*.bin")):
-        files = _read(entry)["files"]
-        assert isinstance(files, list)
-        if files[0][0] == "demo/greet.py":
-            return entry
-    raise AssertionError("no diff entry for demo/greet.py")
+def _spec_entry(demo: Demo) -> Path:
+    """The TOML entry holding demo-fix's parsed patchset.toml."""
+    entry = cache.entry("toml", (demo.patchsets / "demo-fix" / "patchset.toml").read_bytes())
+    assert entry is not None and entry.is_file()
+    return entry
 
 
-def _forge_diff(doc: dict[str, object]) -> dict[str, object]:
-    """The same parse with one extra '+' line: code the .patch does not contain."""
-    files = doc["files"]
-    assert isinstance(files, list)
-    hunk = files[0][2][0]
-    hunk[3] += 1
-    hunk[4].append(["+", EVIL])
-    hunk[7].append("\n")
-    return doc
+def _forge_series(doc: dict[str, object]) -> dict[str, object]:
+    """The same table with patch-1 (demo/greet.py) left out of the series: served, it would
+    change what apply writes."""
+    meta = doc["patchset"]
+    assert isinstance(meta, dict) and meta["series"] == ["patches/0001.patch", "patches/0002.patch"]
+    return {**doc, "patchset": {**meta, "series": ["patches/0002.patch"]}}
 
 
 def _greet(demo: Demo) -> bytes:
@@ -93,7 +87,7 @@ def _greet(demo: Demo) -> bytes:
 
 
 def _warm(demo: Demo) -> None:
-    """One apply and revert: every entry (probe, TOML, diffs) is in the cache."""
+    """One apply and revert: every entry (probe, TOML) is in the cache."""
     assert demo.run("apply", "demo-fix")[0] == 0
     assert demo.run("revert", "demo-fix")[0] == 0
 
@@ -101,16 +95,17 @@ def _warm(demo: Demo) -> None:
 def _apply_and_check(demo: Demo) -> str:
     code, out, err = demo.run("apply", "demo-fix")
     assert code == 0, out + err
-    assert _greet(demo) == POLITE  # what the .patch says, not the forged entry
+    assert _greet(demo) == POLITE  # what the patchset says, not the forged entry
     assert demo.run("verify", "demo-fix")[0] == 0
     assert demo.run("revert", "demo-fix")[0] == 0
     return err
 
 
-def test_a_forged_diff_entry_never_decides_what_apply_writes(demo: Demo, store: Path) -> None:
+def test_a_forged_entry_never_decides_what_apply_writes(demo: Demo, store: Path) -> None:
     _warm(demo)
-    entry = _greet_entry(store)
-    forged = _forge_diff(_read(entry))
+    entry = _spec_entry(demo)
+    real = _read(entry)
+    forged = _forge_series(real)
     key = (store / "key").read_bytes()
     # 1. forged without the user's key (the attacker cannot read it): its MAC fails
     _sign_with(entry, forged, os.urandom(32))
@@ -129,15 +124,15 @@ def test_a_forged_diff_entry_never_decides_what_apply_writes(demo: Demo, store: 
     # each time the entry was recomputed and rewritten as the user's own
     st = entry.stat()
     assert st.st_uid == os.geteuid() and st.st_mode & 0o777 == 0o600
-    assert EVIL not in str(_read(entry))
+    assert _read(entry) == real
 
 
 def test_a_cache_folder_of_another_user_is_ignored(demo: Demo, store: Path) -> None:
     """The attacker owns the folder, so its key too: a self-consistent forgery. Ignored, with
     one warning line, and nothing is written there."""
     _warm(demo)
-    entry = _greet_entry(store)
-    _sign(entry, _forge_diff(_read(entry)))
+    entry = _spec_entry(demo)
+    _sign(entry, _forge_series(_read(entry)))
     for path in (store, *store.rglob("*")):
         os.chown(path, ATTACKER, ATTACKER, follow_symlinks=False)
     before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
@@ -148,9 +143,9 @@ def test_a_cache_folder_of_another_user_is_ignored(demo: Demo, store: Path) -> N
 
 def test_a_writable_cache_folder_or_kind_folder_is_ignored(demo: Demo, store: Path) -> None:
     _warm(demo)
-    entry = _greet_entry(store)
-    _sign(entry, _forge_diff(_read(entry)))
-    for folder in (store, store / "diff"):
+    entry = _spec_entry(demo)
+    _sign(entry, _forge_series(_read(entry)))
+    for folder in (store, store / "toml"):
         for mode in (0o770, 0o703):  # writable by the group; by everyone else
             folder.chmod(mode)
             cachedir._warned.clear()
@@ -177,18 +172,8 @@ def test_a_forged_key_file_is_refused(demo: Demo, store: Path) -> None:
 
 
 def test_verify_rederives_the_bytes(demo: Demo, store: Path) -> None:
-    """A wrong write is caught however it came: here a cache entry trusted wrongly (signed with
-    the user's own key, as a bug or the user's own mistake could leave it), then a tampered
-    state file and RECORD that agree with the forged bytes."""
-    _warm(demo)
-    entry = _greet_entry(store)
-    _sign(entry, _forge_diff(_read(entry)))  # the user's own entry: the cache serves it
-    assert demo.run("apply", "demo-fix")[0] == 0
-    assert EVIL.encode() in _greet(demo)  # the cache made the write ...
-    code, out, err = demo.run("verify", "demo-fix")
-    assert code == 1 and "demo/greet.py does not hold what demo-fix's patch files make" in err
-    assert demo.run("revert", "demo-fix")[0] == 0
-    entry.unlink()
+    """A wrong write is caught however it came: here a tampered file, with a state file and
+    RECORD that agree with the forged bytes."""
     assert demo.run("apply", "demo-fix")[0] == 0 and _greet(demo) == POLITE
     assert demo.run("verify", "demo-fix")[0] == 0
     _tamper(demo.venv.site)  # the file, its state and its RECORD row: all forged
@@ -323,12 +308,12 @@ def _plant(entry: Path, kind: str) -> None:
 def test_special_entries_never_hang_crash_or_change_an_outcome(
     demo: Demo, store: Path, kind: str
 ) -> None:
-    """Every entry (probe, TOML, diffs) replaced by a FIFO, a link to /dev/zero, a device, a
+    """Every entry (probe, TOML) replaced by a FIFO, a link to /dev/zero, a device, a
     huge sparse file, garbage, a folder or nothing: apply, verify, status in child processes
     (a hang would hit the timeout) give the same outcome, with at most one warning line."""
     _warm(demo)
     entries = sorted(store.glob("*/*.bin"))
-    assert {e.parent.name for e in entries} == {"probe", "toml", "diff"}
+    assert {e.parent.name for e in entries} == {"probe", "toml"}
     for entry in entries:
         _plant(entry, kind)
     env = {**os.environ, "COMPATKIT_CACHE_DIR": str(store)}
@@ -353,9 +338,9 @@ def test_special_files_as_the_key_or_a_kind_folder(demo: Demo, store: Path) -> N
     assert proc.returncode == 1 and b"not applied" in proc.stderr  # a real answer, no hang
     assert b"is not a regular file" in proc.stderr
     (store / "key").unlink()
-    diff = store / "diff"
-    diff.rename(store / "elsewhere")
-    diff.symlink_to(store / "elsewhere")
+    toml = store / "toml"
+    toml.rename(store / "elsewhere")
+    toml.symlink_to(store / "elsewhere")
     proc = subprocess.run(
         demo.command("apply", "demo-fix"), capture_output=True, timeout=60, env=env
     )

@@ -1,4 +1,4 @@
-"""Write unified diffs that :mod:`compatkit.model.diffparse` reads back (pure).
+"""Write unified diffs that :mod:`compatkit.model.diff` reads back (pure).
 
 Diffs are written with LF line endings and git-style ``a/`` and ``b/`` paths; compatkit applies
 them to a file in its own line endings, so a CRLF file gets an LF patch that keeps it CRLF. A

@@ -6,7 +6,7 @@ ending; added lines take the file's dominant one, so a CRLF file stays CRLF. An 
 (one that creates a file, or changes line endings) is matched and written with the patch's
 own line endings instead (docs/patchset-format.md, "Line endings").
 
->>> from compatkit.model.diffparse import parse_diff
+>>> from compatkit.model.diff import parse_diff
 >>> (fd,) = parse_diff("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-a\\n+b\\n", "p")
 >>> apply_file(b"a\\r\\n", fd).data
 b'b\\r\\n'
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from compatkit.errors import CompatkitError
-from compatkit.model.diffparse import FileDiff, Hunk, shown
+from compatkit.model.diff import FileDiff, Hunk, shown
 from compatkit.value import Value
 
 Line = tuple[str, str]  # (content, eol) with eol in {"\n", "\r\n", ""}

@@ -10,7 +10,7 @@ earlier ported patches. :mod:`merge3` merges them. Each file comes out as
 - ``upstream``: the new file already holds the change (the merge result is THEIRS);
 - ``conflict``: the merge conflicts; the file with conflict markers is returned.
 
->>> from compatkit.model.diffparse import parse_diff
+>>> from compatkit.model.diff import parse_diff
 >>> fd = parse_diff("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "p")
 >>> port_series([("p1", fd)], {"m.py": b"x = 1\\n"}, {"m.py": b"x = 2\\n"})[0].status
 <Status.UPSTREAM: 'upstream'>
@@ -27,7 +27,7 @@ from merge3 import Merge3
 
 from compatkit.engine.difftext import diff_files
 from compatkit.engine.hunks import HunkMismatch, apply_file
-from compatkit.model.diffparse import FileDiff
+from compatkit.model.diff import FileDiff
 from compatkit.model.results import Status
 
 _RANK = {Status.CLEAN: 0, Status.OFFSET: 1, Status.MERGED: 2}

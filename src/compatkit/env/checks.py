@@ -12,7 +12,7 @@ from compatkit.env.state import FileState, State, states_of
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import PatchFormatError
 from compatkit.model import startup_code
-from compatkit.model.diffparse import FileDiff
+from compatkit.model.diff import FileDiff
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import hash_bytes
 from compatkit.model.results import Status

@@ -26,7 +26,7 @@ from __future__ import annotations
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.state import FileState, State, read_backup
 from compatkit.env.target import Dist
-from compatkit.model.diffparse import FileDiff
+from compatkit.model.diff import FileDiff
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import Row, hash_bytes
 
@@ -78,7 +78,7 @@ def _stacked(f: FileState, others: list[State]) -> bool:
 def problems(ps: Patchset, dist: Dist, state: State, others: list[State]) -> list[str]:
     """Every file whose bytes are not what ``ps``'s patch files make of its original bytes."""
     patches = [ps.patch(pid) for pid in state.applied]
-    series = [(p.id, p.parse_uncached()) for p in patches if p is not None]
+    series = [(p.id, p.files) for p in patches if p is not None]
     if len(series) != len(state.applied):
         return ["cannot re-derive its files: the state names patches the patchset does not have"]
     base, found = _originals(dist, state, series)

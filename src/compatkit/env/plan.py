@@ -21,7 +21,7 @@ from compatkit.env.target import Dist
 from compatkit.env.txn import Change
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model import startup_code
-from compatkit.model.diffparse import shown
+from compatkit.model.diff import shown
 from compatkit.model.ownership import Ownership
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.records import Record, Row, hash_bytes, row_for

@@ -5,7 +5,7 @@ in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈
 Python start-up). See docs/benchmarks.md, P1 and P2.
 
 Entries live under ``$COMPATKIT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/compatkit``, else
-``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML, diffs) or a hash of
+``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML) or a hash of
 everything that could change the answer (probe: the interpreter's path, its symlink and binary
 ``stat``, ``pyvenv.cfg``, the kernel), so an entry is never stale; a missing, unreadable or
 corrupt one just means doing the work again. Entries are ``marshal`` data (marshal is built in,

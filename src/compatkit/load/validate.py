@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 
 from compatkit.digest import sha256
 from compatkit.errors import CompatkitError, PatchFormatError
-from compatkit.load import cache, diffcache
+from compatkit.load import cache
 from compatkit.load.trust import Finding, Resolver, refusal, shown
 from compatkit.model import startup_code
 from compatkit.model.patchset import Patch, Patchset, parse_patch, smoke_clashes, smoke_root_for
@@ -285,7 +285,7 @@ def _series(checked: Checked, digest: Hash, deep: bool) -> None:
             continue
         digest.update(sha256(raw).digest())
         try:
-            checked.patches.append(parse_patch(Path(real), raw, eager=deep, parse=diffcache.parse))
+            checked.patches.append(parse_patch(Path(real), raw, eager=deep))
         except CompatkitError as exc:
             checked.problems.append(f"{entry}: does not parse: {exc.message}")
     ids = [p.id for p in checked.patches]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from compatkit.model.diffparse import shown
+from compatkit.model.diff import shown
 
 
 class Ownership:

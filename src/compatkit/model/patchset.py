@@ -12,16 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compatkit.errors import PatchFormatError
-from compatkit.model.diffparse import FileDiff, shown
+from compatkit.model.diff import FileDiff, parse_diff, shown
 from compatkit.value import Value
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
-
-    Parser = Callable[[str, str, int], tuple[FileDiff, ...]]  # text, label, first line
 
 REQUIRED_FIELDS = ("patch-id", "title", "symptom", "cause", "fix", "smoke-test")
 OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update", "smoke-needs")
@@ -34,7 +30,7 @@ _ALIASES = {"subject": "title", "from": "author", "date": "last-update", "smoke"
 class Patch(Value):
     """One patch file. Its diff is parsed on first use of :attr:`files` (start-up time)."""
 
-    __slots__ = ("id", "fields", "path", "diff_text", "_raw", "_files", "_parse")
+    __slots__ = ("id", "fields", "path", "diff_text", "_raw", "_files")
 
     def __init__(
         self,
@@ -43,7 +39,6 @@ class Patch(Value):
         path: Path,
         diff_text: str,  # CRLF as LF, for showing it
         raw: tuple[str, int] | None = None,  # the diff as written, and the line it starts at
-        parse: Parser | None = None,  # how .files is parsed: the loader passes a cached parse
     ) -> None:
         self.id = id
         self.fields = fields
@@ -51,23 +46,12 @@ class Patch(Value):
         self.diff_text = diff_text
         self._raw = (diff_text, 1) if raw is None else raw
         self._files: tuple[FileDiff, ...] | None = None
-        self._parse = parse
 
     @property
     def files(self) -> tuple[FileDiff, ...]:
         if self._files is None:
-            if self._parse is None:
-                self._files = self.parse_uncached()
-            else:
-                self._files = self._parse(self._raw[0], shown(self.path.name), self._raw[1])
+            self._files = parse_diff(self._raw[0], shown(self.path.name), self._raw[1])
         return self._files
-
-    def parse_uncached(self) -> tuple[FileDiff, ...]:
-        """The file diffs parsed from the patch file's text now, never from compatkit's cache:
-        what ``verify`` derives the files from (a proof must not rest on a cache)."""
-        from compatkit.model.diffparse import parse_diff
-
-        return parse_diff(self._raw[0], shown(self.path.name), self._raw[1])
 
     @property
     def title(self) -> str:
@@ -248,9 +232,8 @@ def split_patch(text: str) -> tuple[dict[str, str], str, int]:
     return {k: v.strip() for k, v in fields.items()}, body, i + 1
 
 
-def parse_patch(path: Path, raw: bytes, eager: bool = True, parse: Parser | None = None) -> Patch:
-    """Parse one patch file; ``eager=False`` leaves the diff to be parsed on first use, by
-    ``parse`` (the loader passes the cached parse; the model itself never reads a cache)."""
+def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
+    """Parse one patch file; ``eager=False`` leaves the diff to be parsed on first use."""
     label = shown(path.name)
     text = raw.decode("utf-8", "surrogateescape")
     if not text.strip():
@@ -263,7 +246,7 @@ def parse_patch(path: Path, raw: bytes, eager: bool = True, parse: Parser | None
     patch_id = fields.get("patch-id") or path.stem
     if not patch_id.isprintable():
         raise PatchFormatError(f"{label}: Patch-Id {shown(patch_id)} has unprintable characters")
-    patch = Patch(patch_id, fields, path, body.replace("\r\n", "\n"), (body, first_line), parse)
+    patch = Patch(patch_id, fields, path, body.replace("\r\n", "\n"), (body, first_line))
     if eager:
         _ = patch.files
     return patch

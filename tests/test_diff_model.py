@@ -9,7 +9,7 @@ import pytest
 
 from compatkit.engine.hunks import apply_file
 from compatkit.errors import PatchFormatError
-from compatkit.model.diffparse import parse_diff
+from compatkit.model.diff import parse_diff
 from compatkit.model.patchset import parse_patch
 
 OLD = b"a\nb\nc\n"
