@@ -319,7 +319,8 @@ sys.exit(run())
 
 def test_ctrl_c_in_the_first_50_ms_of_apply(demo: Demo) -> None:
     """SIGINT at 0 to 50 ms after run() starts (the console script's call): one line and 130
-    (or done, exit 0), and the environment pristine or fully patched, never between, no temp file left.
+    (or done, exit 0), and the environment pristine or fully patched, never between, no temp
+    file left.
 
     The interpreter's own start-up before that line (``site``) is Python's: a SIGINT there
     ends the process by the signal, or with Python's own message (docs/security.md)."""

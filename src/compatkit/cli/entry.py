@@ -1,24 +1,40 @@
 """The ``compatkit`` console script and ``python -m compatkit``.
 
 Ctrl-C ends with one line, "compatkit: interrupted", and exit code 130, never a traceback:
-while the CLI is still being imported and while a command runs (``main()``, after a
-transaction has rolled back in its own ``finally`` blocks). Once the command is done, Ctrl-C
-is ignored while the interpreter shuts down: the result stands (Python would otherwise end
-the process by the signal, with no line). Before this module runs, a Ctrl-C is the
-interpreter's, as for any Python program.
+
+- while the CLI is being imported, a handler writes the line and leaves at once (nothing is
+  read or written yet). ``KeyboardInterrupt`` cannot be relied on there: raised inside an
+  import it can surface as another exception (Python 3.10 and 3.11 wrap an exception raised
+  in ``__set_name__``, as ``ipaddress``'s ``cached_property`` does, in ``RuntimeError``);
+- while a command runs, ``KeyboardInterrupt`` is raised as usual, so a transaction rolls
+  back in its own ``finally`` blocks, and becomes the line and 130;
+- once the command is done, Ctrl-C is ignored while the interpreter shuts down: the result
+  stands (Python would otherwise end the process by the signal, with no line).
+
+Before this module runs, a Ctrl-C is the interpreter's, as for any Python program.
 """
 
+import os
 import signal
 import sys
 
+EXIT_INTERRUPTED = 130  # compatkit.errors.EXIT_INTERRUPTED, whose import may be interrupted
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    os.write(2, b"compatkit: interrupted\n")
+    os._exit(EXIT_INTERRUPTED)
+
 
 def run() -> int:
+    signal.signal(signal.SIGINT, _interrupted)
     try:
         from compatkit.cli.main import main
 
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         code = main()
     except KeyboardInterrupt:
         sys.stderr.write("compatkit: interrupted\n")
-        code = 130  # compatkit.errors.EXIT_INTERRUPTED: its import may be what was interrupted
+        code = EXIT_INTERRUPTED
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
