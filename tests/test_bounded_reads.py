@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.model.records import hash_bytes
-from conftest import DEMO_FILES, Venv, build_wheel, run_cli, write_patchset
+from conftest import DEMO_FILES, Venv, build_wheel, compatkit_command, run_cli, write_patchset
 
 ROOT = Path(__file__).resolve().parent.parent
 INFO = "demo-1.0.dist-info"
@@ -79,7 +80,16 @@ class Env:
         ]
 
     def run_all(self) -> list[tuple[list[str], object, str]]:
-        env = {
+        cmd = [sys.executable, "-c", DRIVER, json.dumps(self.commands())]
+        code, out, err = child(cmd, self.environ())
+        if code is None:
+            ran = [json.loads(line)[0][4:] for line in out.decode().splitlines()]
+            pytest.fail(f"hung for {HANG} s after {ran}")
+        assert code == 0, err
+        return [tuple(json.loads(line)) for line in out.decode().splitlines()]
+
+    def environ(self) -> dict[str, str]:
+        return {
             **os.environ,
             "COMPATKIT_CACHE_DIR": str(self.tmp / "ck-cache"),
             "COMPATKIT_NO_INDEX": "1",
@@ -87,15 +97,29 @@ class Env:
             "PIP_CACHE_DIR": str(self.tmp / "empty-pip"),
             "NO_COLOR": "1",
         }
-        cmd = [sys.executable, "-c", DRIVER, json.dumps(self.commands())]
+
+
+def child(
+    cmd: list[str], env: dict[str, str] | None = None, stdin: bytes | int | None = None
+) -> tuple[int | None, bytes, bytes]:
+    """Run ``cmd`` in a session of its own; after HANG seconds kill the whole session (a
+    hung grandchild too) and return None as its exit code."""
+    feed = stdin if isinstance(stdin, bytes) else None
+    with subprocess.Popen(
+        cmd,
+        stdin=stdin if isinstance(stdin, int) else subprocess.PIPE if feed is not None else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    ) as proc:
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HANG, env=env)
-        except subprocess.TimeoutExpired as exc:
-            done = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else exc.stdout
-            ran = [json.loads(line)[0][4:] for line in (done or "").splitlines()]
-            pytest.fail(f"hung for {HANG} s after {ran}")
-        assert proc.returncode == 0, proc.stderr
-        return [tuple(json.loads(line)) for line in proc.stdout.splitlines()]  # type: ignore[misc]
+            out, err = proc.communicate(feed, timeout=HANG)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            return None, out, err
+        return proc.returncode, out, err
 
 
 @pytest.fixture
@@ -132,8 +156,8 @@ def _replace(path: Path, kind: str) -> None:
             f.truncate(SPARSE)
 
 
-FILES = ("RECORD", "METADATA", "INSTALLER", "entry_points.txt", "direct_url.json")
-FILES += ("evil.pth", "pyvenv.cfg")
+FILES = ["RECORD", "METADATA", "INSTALLER", "entry_points.txt", "direct_url.json"]
+FILES += ["evil.pth", "pyvenv.cfg"]
 KINDS = ("fifo", "zero", "sparse")
 FAST = {("RECORD", "fifo"), ("METADATA", "zero"), ("evil.pth", "fifo"), ("pyvenv.cfg", "fifo")}
 CASES = [
@@ -216,26 +240,24 @@ EXPLAIN = [sys.executable, "-c", LIMITED, "explain", "-"]
 TRACEBACK = (ROOT / "tests" / "explain_corpus" / "patch-6-ambiguous-tensor.txt").read_bytes()
 
 
-def _explain(stdin: bytes | int, *options: str) -> tuple[subprocess.CompletedProcess[bytes], float]:
-    cmd = [*EXPLAIN[:3], *options, *EXPLAIN[3:]]
+def _explain(stdin: bytes | int, *options: str) -> tuple[int, bytes, bytes, float]:
     start = time.perf_counter()
-    if isinstance(stdin, int):
-        proc = subprocess.run(cmd, stdin=stdin, capture_output=True, timeout=HANG)
-    else:
-        proc = subprocess.run(cmd, input=stdin, capture_output=True, timeout=HANG)
-    return proc, time.perf_counter() - start
+    code, out, err = child([*EXPLAIN[:3], *options, *EXPLAIN[3:]], stdin=stdin)
+    elapsed = time.perf_counter() - start
+    assert code is not None, f"explain - hung for {HANG} s"
+    return code, out, err, elapsed
 
 
 def test_explain_refuses_dev_zero_at_once_with_its_envelope() -> None:
     with open("/dev/zero", "rb") as zero:
-        proc, elapsed = _explain(zero.fileno(), "--json")
+        code, out, err, elapsed = _explain(zero.fileno(), "--json")
     assert elapsed < 2 + 3, f"took {elapsed:.1f} s"  # 2 s, and a loaded machine's start-up
-    assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.decode().splitlines() == [
+    assert code == 1, err
+    assert err.decode().splitlines() == [
         "compatkit: error: explain -: standard input: binary, not text (a NUL byte); "
         "not read further"
     ]
-    doc = json.loads(proc.stdout)
+    doc = json.loads(out)
     assert doc["ok"] is False and doc["command"] == "explain" and "NUL" in doc["error"]
 
 
@@ -243,18 +265,18 @@ def test_explain_refuses_dev_zero_at_once_with_its_envelope() -> None:
 def test_explain_refuses_random_bytes(nul: bool) -> None:
     data = random.Random(34).randbytes(3 << 20)
     data = data if nul else data.replace(b"\0", b"")
-    proc, _ = _explain(data, "--json")
-    assert proc.returncode == 1, proc.stderr
-    assert b"binary, not text" in proc.stderr and len(proc.stderr.splitlines()) == 1
-    assert json.loads(proc.stdout)["ok"] is False
+    code, out, err, _ = _explain(data, "--json")
+    assert code == 1, err
+    assert b"binary, not text" in err and len(err.splitlines()) == 1
+    assert json.loads(out)["ok"] is False
 
 
 def test_explain_reads_a_50_mb_line_quickly() -> None:
     """One word of 50 MB (regular expressions tried at each of its characters took hours),
     then 50 MB of words in one line (the phrase match compared every pair of words)."""
     for line in (b"a" * (50 << 20), b"lorem ipsum dolor sit amet tensor " * (1_500_000)):
-        proc, elapsed = _explain(line + b"\n")
-        assert proc.returncode in (0, 1) and b"Traceback" not in proc.stderr, proc.stderr
+        code, _, err, elapsed = _explain(line + b"\n")
+        assert code in (0, 1) and b"Traceback" not in err, err
         assert elapsed < 15, f"took {elapsed:.1f} s"
 
 
@@ -263,9 +285,9 @@ def test_explain_keeps_the_last_mib_of_standard_input() -> None:
     only its last MiB kept."""
     log = b"".join(b"INFO step %d: loss 0.%d\n" % (i, i) for i in range(250_000))
     assert len(log) > 5 << 20
-    proc, _ = _explain(log + TRACEBACK, "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert [m["id"] for m in json.loads(proc.stdout)["matches"]] == ["patch-6"]
+    code, out, err, _ = _explain(log + TRACEBACK, "--json")
+    assert code == 0, err
+    assert [m["id"] for m in json.loads(out)["matches"]] == ["patch-6"]
 
 
 # verify --pristine: RECORD rows that leave the environment
@@ -308,25 +330,15 @@ def test_verify_pristine_reports_a_record_row_outside_the_environment(
 # wheel: the note on a copy that is no zip archive
 
 
-def test_wheel_names_a_skipped_non_zip_copy_when_nothing_else_is_left(
-    env: Env, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for var, value in (
-        ("COMPATKIT_CACHE_DIR", "ck"),
-        ("UV_CACHE_DIR", "uv"),
-        ("PIP_CACHE_DIR", "pip"),
-    ):
-        monkeypatch.setenv(var, str(env.tmp / value))
-    monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
+def test_wheel_names_a_skipped_non_zip_copy_when_nothing_else_is_left(env: Env) -> None:
     junk = env.tmp / "junk"
     junk.mkdir()
     (junk / "demo-1.0-py3-none-any.whl").write_bytes(b"<html>rate limited</html>\n")
     os.mkfifo(junk / "demo-1.0-py2.py3-none-any.whl")  # opened, it would hang
-    args = ["--python", env.venv.python, "--patchset-dir", str(env.patchsets), "--json"]
-    args += ["wheel", "demo-fix", "-o", str(env.tmp / "o"), "--wheel-dir", str(junk)]
-    code, out, err = run_cli(capsys, *args)
+    args = ["--json", "wheel", "demo-fix", "-o", str(env.tmp / "o"), "--wheel-dir", str(junk)]
+    code, out, err = child(compatkit_command(env.venv, env.patchsets, *args), env.environ())
     assert code == 1, err
-    lines = err.splitlines()
+    lines = err.decode().splitlines()
     assert lines[0] == "compatkit: error: cannot get the pristine wheel of demo 1.0"
     fifo, html = junk / "demo-1.0-py2.py3-none-any.whl", junk / "demo-1.0-py3-none-any.whl"
     assert sorted(lines[1:3]) == sorted(
