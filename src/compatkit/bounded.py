@@ -100,13 +100,14 @@ def read_open(fd: int, st: os.stat_result, limit: int, where: str, head: bool = 
     if st.st_size > limit and not head:
         raise Refused(where, f"larger than {_size(limit)} ({st.st_size} bytes); not read")
     chunks, left = [], limit + (0 if head else 1)
-    want = min(left, st.st_size + 1)  # one read for a file of the size fstat said
+    want = st.st_size + 1  # one read for a file of the size fstat said, one to see its end
     while left > 0:
-        chunk = os.read(fd, min(left, max(want, CHUNK)))
+        chunk = os.read(fd, min(left, want))
         if not chunk:
             break
         chunks.append(chunk)
         left -= len(chunk)
+        want = CHUNK  # it grew since the fstat: read on, at most to the bound
     data = b"".join(chunks)
     if len(data) > limit:
         raise Refused(where, f"larger than {_size(limit)} (it grew while read); not read")
