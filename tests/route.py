@@ -3,10 +3,10 @@
 The first call of each function of ``src/compatkit`` is an event (a loop over files is one
 pass of the route, not many); consecutive events in one module are one *entry*. Calls into
 ``model/`` (the data itself: a RECORD row's or a patch's own methods) and into the top
-level's utilities (``errors``, ``value``, ``digest``, ``atomic``: compatkit's own standard
-library) are not steps of the route. A *climb* is an entry into a higher layer than the entry
-before it (tests/test_layout.py's LAYERS): ``ops`` → ``env`` → ``ops`` climbs once. Inside
-one layer the entries are counted, not ranked.
+level's utilities (``errors``, ``value``, ``digest``, ``atomic``, ``bounded``: compatkit's
+own standard library) are not steps of the route. A *climb* is an entry into a higher layer
+than the entry before it (tests/test_layout.py's LAYERS): ``ops`` → ``env`` → ``ops`` climbs
+once. Inside one layer the entries are counted, not ranked.
 """
 
 from __future__ import annotations
@@ -51,7 +51,13 @@ def heights() -> dict[str, int]:
     return {m: layer_of(m, "compatkit") or 0 for m in import_graph(SRC, "compatkit")}
 
 
-UTILITIES = {"compatkit.errors", "compatkit.value", "compatkit.digest", "compatkit.atomic"}
+UTILITIES = {
+    "compatkit.errors",
+    "compatkit.value",
+    "compatkit.digest",
+    "compatkit.atomic",
+    "compatkit.bounded",
+}
 
 
 def _module_of(filename: str) -> str | None:

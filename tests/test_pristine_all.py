@@ -76,6 +76,8 @@ def test_json_and_the_other_way_round(
             "patched_by": {},
             "missing": 0,
             "match_no_record": 0,
+            "outside_environment": [],
+            "not_read": [],
         }
     ]
 

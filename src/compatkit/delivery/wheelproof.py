@@ -10,9 +10,11 @@ sha256 for the file. Copies that fail are skipped, each with the reason, and the
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from compatkit import bounded
 from compatkit.delivery import wheelcheck
 from compatkit.delivery.wheels import WheelSource
 from compatkit.delivery.wheeltree import Corrupt, Tree
@@ -62,7 +64,8 @@ def _archive_sha(tree: Tree) -> str | None:
     if tree.archive is None:
         return None
     digest = hashlib.sha256()
-    with open(tree.archive, "rb") as f:
+    fd, _ = bounded.open_regular(tree.archive)  # a FIFO swapped in since: Refused
+    with os.fdopen(fd, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -115,6 +118,5 @@ def whole_wheel(
             problems.append(str(exc))
             continue
         return WholeWheel(whole.label, whole.files, whole.executable, how)
-    where = "" if src.index else " (offline: no download tried)"
-    problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
+    problems = src.none_left(name, version, problems)
     raise CompatkitError(f"cannot get the pristine wheel of {name} {version}", problems)

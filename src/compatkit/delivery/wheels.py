@@ -36,7 +36,14 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from compatkit import atomic
-from compatkit.delivery.wheeltree import Corrupt, NotAZip, Tree, tree_from_dir, tree_from_wheel
+from compatkit.delivery.wheeltree import (
+    Corrupt,
+    NotAZip,
+    Tree,
+    open_zip,
+    tree_from_dir,
+    tree_from_wheel,
+)
 from compatkit.errors import CompatkitError
 from compatkit.model.records import hash_bytes
 
@@ -115,6 +122,7 @@ class WheelSource:
     index: bool = True
     python: str | None = None  # the interpreter whose pip downloads (its tags pick the wheel)
     notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # the notes on copies that are no zip
     _hashes: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -151,6 +159,16 @@ class WheelSource:
             yield tree_from_wheel(path)
         except NotAZip as exc:
             self.notes.append(str(exc))
+            self.skipped.append(str(exc))
+
+    def none_left(self, name: str, version: str, problems: list[str]) -> list[str]:
+        """Every copy tried and why it was refused, the skipped ones first (each ``skipped
+        PATH: not a zip archive``), for the error that says no copy was left."""
+        if not problems:
+            where = "" if self.index else " (offline: no download tried)"
+            other = " other" if self.skipped else ""
+            problems = [f"no{other} copy of the {name} {version} wheel was found{where}"]
+        return [*self.skipped, *problems]
 
     def _cached_trees(self, name: str, version: str) -> Iterator[Tree]:
         for _, whl in self._local_wheels(name, version):
@@ -166,10 +184,10 @@ class WheelSource:
         prefix = f"{canonicalize_name(name).replace('-', '_')}-"
         for body in sorted((_pip_cache() / "http-v2").rglob("*.body")):
             try:
-                with zipfile.ZipFile(body) as zf:
+                with open_zip(body) as zf:
                     infos = {n.split("/", 1)[0] for n in zf.namelist() if ".dist-info/" in n}
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError):
-                continue
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, CompatkitError):
+                continue  # not a zip (most bodies), or not a regular file (compatkit.bounded)
             for info in infos:
                 if info.lower().startswith(prefix) and _info_matches(info, name, version):
                     yield from self._wheel_tree(body)
@@ -315,6 +333,5 @@ def pristine(
             problems.append(f"{tree.label}: {', '.join(wrong)} differ from the installed RECORD")
             continue
         return Pristine(tree.label, files, frozenset(tree.record))
-    where = "" if src.index else " (offline: no download tried)"
-    problems = problems or [f"no copy of the {name} {version} wheel was found{where}"]
+    problems = src.none_left(name, version, problems)
     raise CompatkitError(f"cannot get the pristine files of {name} {version}", problems)

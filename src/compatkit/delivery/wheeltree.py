@@ -10,11 +10,14 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import os
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.delivery import wheelcheck
 from compatkit.model.records import Record, hash_bytes
 
@@ -65,24 +68,37 @@ def _record_of(names: list[str], read: Callable[[str], bytes | None]) -> dict[st
     return {r.path: r.hash for r in rows if r.path}
 
 
+@contextlib.contextmanager
+def open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
+    """The zip archive at ``path``, opened through :func:`compatkit.bounded.open_regular`: a
+    FIFO or a device under a wheel's name raises :class:`compatkit.bounded.Refused`."""
+    fd, _ = bounded.open_regular(path)
+    with os.fdopen(fd, "rb") as f, zipfile.ZipFile(f) as zf:
+        yield zf
+
+
 def tree_from_wheel(path: Path) -> Tree:
     """The wheel at ``path``, its bounds and names checked before anything is inflated;
-    raises :class:`NotAZip` for a file that is no zip archive."""
+    raises :class:`NotAZip` for a file that is no zip archive (or no regular file)."""
 
     def read(name: str) -> bytes | None:
         try:
-            with zipfile.ZipFile(path) as zf:
+            with open_zip(path) as zf:
                 return zf.read(name)
         except KeyError:
             return None
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
             raise Corrupt(f"{path}: {name}: unreadable ({exc})") from None
+        except bounded.Refused as exc:
+            raise Corrupt(f"{path}: {exc.why}") from None
 
     try:
-        with zipfile.ZipFile(path) as zf:
+        with open_zip(path) as zf:
             infos = zf.infolist()
     except (zipfile.BadZipFile, ValueError, EOFError) as exc:
         raise NotAZip(f"skipped {path}: not a zip archive ({exc})") from None
+    except bounded.Refused as exc:
+        raise NotAZip(f"skipped {path}: {exc.why}") from None
     except OSError as exc:
         raise NotAZip(f"skipped {path}: unreadable ({exc.strerror or exc})") from None
     names = [i.filename for i in infos]
@@ -103,9 +119,11 @@ def tree_from_dir(root: Path) -> Tree:
 
     def read(name: str) -> bytes | None:
         try:
-            return (root / name).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return bounded.read(root / name, bounded.INSTALLED)
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except bounded.Refused as exc:  # a folder, a FIFO, a device: this copy is no wheel
+            raise Corrupt(f"{root}: {exc}") from None
 
     def executable(name: str) -> bool:
         try:
@@ -114,7 +132,10 @@ def tree_from_dir(root: Path) -> Tree:
             return False
 
     infos = [f"{p.name}/RECORD" for p in root.glob("*.dist-info")]
-    record = _record_of(infos, read)
+    try:
+        record = _record_of(infos, read)
+    except Corrupt as exc:
+        return Tree(str(root), {}, read, executable, (str(exc),))
     names = [p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()]
     names = [n for n in names if "__pycache__/" not in n]  # bytecode an installer compiled
     problems = wheelcheck.record_problems(names, record) if record else []

@@ -24,11 +24,14 @@ FIELD_WEIGHTS = {"title": 1.0, "symptom": 1.0, "cause": 0.6, "fix": 0.4}
 PHRASE_FIELDS = ("symptom", "title")
 LAST_EXCEPTION, EXCEPTION, PLAIN, PATH = 3.0, 1.5, 1.0, 0.1
 FRAME_EXACT, FRAME_FILE, PHRASE_WORD, MIN_PHRASE = 8.0, 1.0, 0.8, 4
+MAX_PHRASE = 2000  # words of the last exception matched as a phrase: its start says what it is
 SURE_WORDS = 3  # distinct words in common that make a match more than chance
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w.<>]+))?')
-_REF = re.compile(r"([\w.-]*\w\.py)(?:\"?, line |:)?(\d+)?((?:(?:, ?|-)?:?\d+)*)")
-_PATH = re.compile(r"(?:[\w.~+-]*/)+[\w.+-]+")
+# _REF and _PATH start only where a run of their characters starts: tried inside a run too,
+# each try scans the rest of the run, and a 50 MB word took hours
+_REF = re.compile(r"(?<![\w.-])([\w.-]*\w\.py)(?:\"?, line |:)?(\d+)?((?:(?:, ?|-)?:?\d+)*)")
+_PATH = re.compile(r"(?<![\w.~+-])(?:[\w.~+-]*/)+[\w.+-]+")
 _EXC = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failed))\b")
 _TOKEN = re.compile(r"[a-z_][a-z0-9_]*")
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
@@ -176,7 +179,7 @@ def parse_query(text: str) -> Query:
     for text in [*(f.function or "" for f in frames), *source, " ".join(plain)]:
         frames += _add(words, forms, text, PLAIN)
     last = exceptions[-1] if exceptions else " ".join(plain)
-    return Query(tuple(frames), tuple(exceptions), words, phrase_words(last), forms)
+    return Query(tuple(frames), tuple(exceptions), words, phrase_words(last)[:MAX_PHRASE], forms)
 
 
 class Doc:
@@ -201,15 +204,24 @@ class Doc:
 
 
 def _longest_run(a: Sequence[str], b: Sequence[str]) -> tuple[int, int]:
-    """Length and start (in ``a``) of the longest run of words ``a`` and ``b`` share."""
-    best, end, prev = 0, 0, [0] * (len(b) + 1)
+    """Length and start (in ``a``) of the longest run of words ``a`` and ``b`` share (the
+    first such run). Only the places where ``b`` has ``a``'s word are visited: a step per
+    word of ``a`` and per match, not per pair of words.
+
+    >>> _longest_run("x a b c y a b".split(), "a b c".split())
+    (3, 1)
+    """
+    where: dict[str, list[int]] = {}
+    for j, other in enumerate(b):
+        where.setdefault(other, []).append(j)
+    best, end = 0, 0
+    prev: dict[int, int] = {}  # j -> length of the run ending at (the previous word, b[j])
     for i, word in enumerate(a):
-        row = [0] * (len(b) + 1)
-        for j, other in enumerate(b):
-            if word == other:
-                row[j + 1] = prev[j] + 1
-                if row[j + 1] > best:
-                    best, end = row[j + 1], i
+        row = {}
+        for j in where.get(word, ()):
+            row[j] = n = prev.get(j - 1, 0) + 1
+            if n > best:
+                best, end = n, i
         prev = row
     return best, end - best + 1
 
@@ -261,9 +273,9 @@ def _phrase_score(query: Query, doc: Doc, idf: Mapping[str, float]) -> tuple[flo
 
 def _word_score(query: Query, doc: Doc, idf: Mapping[str, float]) -> tuple[float, list[str]]:
     hits = []
-    for token, q_weight in query.words.items():
-        if token in doc.weights:
-            weight, field = doc.weights[token]
+    for token, (weight, field) in doc.weights.items():  # the doc's few, not the query's many
+        q_weight = query.words.get(token)
+        if q_weight is not None:
             hits.append((q_weight * weight * idf.get(token, 0.0), token, field))
     hits.sort(key=lambda h: (-h[0], h[1]))
     if not hits:
@@ -278,7 +290,7 @@ def _sure(query: Query, doc: Doc, phrase: float) -> bool:
     """More than chance: an exact frame, a phrase, or SURE_WORDS distinct words in common."""
     if phrase > 0 or any(f.line is not None and (f.file, f.line) in doc.refs for f in query.frames):
         return True
-    return sum(1 for token in query.words if token in doc.weights) >= SURE_WORDS
+    return sum(1 for token in doc.weights if token in query.words) >= SURE_WORDS
 
 
 def rank(query: Query, docs: Sequence[Doc]) -> list[Candidate]:

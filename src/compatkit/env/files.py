@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import quoted, resolve_inside
 
@@ -51,10 +52,16 @@ class DiskFiles:
         return os.path.join(self._root, relpath)
 
     def read(self, relpath: str) -> bytes | None:
-        """The bytes at ``relpath``, None if absent; never outside the root."""
+        """The bytes at ``relpath``, None if absent; never outside the root. Through
+        :func:`compatkit.bounded.read`: a FIFO, a device or a file over its bound (a
+        ``.dist-info``'s own files such as RECORD: ``bounded.METADATA``; any other:
+        ``bounded.INSTALLED``) raises :class:`compatkit.bounded.Refused`, naming it."""
+        full = self._full(relpath)
+        folder = relpath.rpartition("/")[0]
+        own = folder.endswith(".dist-info") and "/" not in folder  # RECORD, METADATA, ...
+        limit = bounded.METADATA if own else bounded.INSTALLED
         try:
-            with open(self._full(relpath), "rb") as fh:
-                return fh.read()
+            return bounded.read(full, limit)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.value import Value
@@ -208,7 +209,7 @@ def backup_dir(dist: Dist, patchset: str) -> str:
 def load_state(dist: Dist, patchset: str) -> State | None:
     path = dist.root / state_relpath(dist, patchset)
     try:
-        return State.from_json(path.read_bytes())
+        return State.from_json(bounded.read(path, bounded.METADATA))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:

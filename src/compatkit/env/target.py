@@ -15,13 +15,19 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from compatkit import bounded
 from compatkit.env.files import DiskFiles
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.records import Record
 from compatkit.value import Value
 
 _PROBE = r"""
-import json, os, platform, site, sys, sysconfig
+import site, sys
+# run with -S: site.main() would read every .pth file (one that is a FIFO hangs any start);
+# site.venv() sets the prefixes as main() does, its call that reads the .pth files a no-op
+site.addsitepackages = lambda known_paths, prefixes=None: known_paths
+site.venv(None)
+import json, os, platform, sysconfig
 impl = sys.implementation
 v = impl.version
 iv = "%d.%d.%d" % (v.major, v.minor, v.micro)
@@ -71,9 +77,11 @@ class Dist(Value):
 
     @classmethod
     def at(cls, info: Path) -> Dist | None:
-        """The distribution whose ``.dist-info`` folder is ``info`` (None: no usable METADATA)."""
+        """The distribution whose ``.dist-info`` folder is ``info`` (None: no usable METADATA).
+        A METADATA that is a FIFO, a device or over ``bounded.METADATA`` raises
+        :class:`compatkit.bounded.Refused` (exit 1), naming it."""
         try:
-            meta = _headers((info / "METADATA").read_text("utf-8"))
+            meta = _headers(bounded.read(info / "METADATA", bounded.METADATA).decode("utf-8"))
         except (OSError, UnicodeDecodeError):
             return None
         name, version = meta.get("name"), meta.get("version")
@@ -88,8 +96,10 @@ class Dist(Value):
         return f"{self.dist_info.name}/RECORD"
 
     def read_record(self) -> Record:
+        """The RECORD; one that is not a regular file or is over ``bounded.METADATA`` raises
+        :class:`compatkit.bounded.Refused` (exit 1), naming it."""
         try:
-            return Record.parse(self.record_path.read_bytes())
+            return Record.parse(bounded.read(self.record_path, bounded.METADATA))
         except FileNotFoundError:
             raise UsageError(f"{self.name} {self.version} has no RECORD file") from None
 
@@ -288,12 +298,25 @@ def _headers(metadata: str) -> dict[str, str]:
 
 
 def _probe(python: str, exe: str) -> dict[str, object]:
-    """Ask the interpreter for its paths and PEP 508 markers (a second Python start-up)."""
+    """Ask the interpreter for its paths and PEP 508 markers (a second Python start-up).
+    First its ``pyvenv.cfg`` (where the interpreter looks: beside it, or one folder up), which
+    it reads before running a line: one that is a FIFO or huge is refused here (exit 1)
+    instead of hanging it."""
+    import contextlib
     import json
     import subprocess
 
+    folder = os.path.dirname(exe)
+    for cfg in (
+        os.path.join(folder, "pyvenv.cfg"),
+        os.path.join(os.path.dirname(folder), "pyvenv.cfg"),
+    ):
+        with contextlib.suppress(OSError):  # missing, unreadable: the interpreter will say
+            bounded.read(cfg, bounded.SMALL)
     try:
-        proc = subprocess.run([exe, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [exe, "-I", "-S", "-c", _PROBE], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"--python {python}: cannot run it ({exc})") from None
     if proc.returncode != 0:

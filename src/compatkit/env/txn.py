@@ -25,6 +25,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.env.disk import JOURNAL as JOURNAL  # where recover and the tests look for it
 from compatkit.env.disk import rmtree as _rmtree
 from compatkit.env.disk import sync_fs as _sync_fs
@@ -311,13 +312,13 @@ def _load_journal(dist: Dist, folder: Path) -> list[journal.Entry]:
     if not stat.S_ISDIR(os.lstat(folder).st_mode):
         raise journal.JournalError("it is not a folder (a symlink?)")
     parts = []
-    for name in ("journal.json", "blobs"):
+    for name, limit in (("journal.json", bounded.METADATA), ("blobs", bounded.INSTALLED)):
         try:
-            fd = os.open(folder / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            parts.append(bounded.read(folder / name, limit, follow=False))
+        except bounded.Refused as exc:
+            raise journal.JournalError(f"cannot read its {name}: {exc.why}") from None
         except OSError as exc:
             raise journal.JournalError(f"cannot read its {name}: {exc.strerror}") from None
-        with os.fdopen(fd, "rb") as fh:
-            parts.append(fh.read())
     return journal.parse(parts[0], parts[1], dist.dist_info.name)
 
 

@@ -34,6 +34,8 @@ import os
 import stat
 import sys
 
+from compatkit import bounded
+
 MAGIC = b"compatkit-cache 2\n"
 MAC_SIZE = 32
 KEY_NAME = "key"
@@ -41,7 +43,6 @@ KEY_SIZE = 32
 MAX_ENTRY = 64 << 20  # 64 MiB: far above any parsed diff, probe or TOML table
 _DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_READ = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _warned: list[str] = []
 
@@ -111,37 +112,24 @@ def _open_kind(base: int, kind: str, where: str, create: bool) -> int | None:
 
 
 def _read_file(folder: int, name: str, where: str, limit: int, private: bool) -> bytes | None:
-    """A regular file's bytes (at most ``limit``), None if missing. Raises Untrusted."""
+    """A regular file's bytes (at most ``limit``), None if missing. Raises Untrusted.
+    Through :mod:`compatkit.bounded`, not following a link: a FIFO or a device is never
+    opened, a file is checked again once open."""
     try:
-        link = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        fd, st = bounded.open_regular(name, dir_fd=folder, follow=False, where=where)
     except FileNotFoundError:
         return None
-    if not stat.S_ISREG(link.st_mode):  # never opened: a FIFO would block, a device act
-        raise Untrusted(f"{where} is not a regular file")
+    except bounded.Refused as exc:
+        raise Untrusted(f"{where} is {exc.why}") from None
     try:
-        fd = os.open(name, _READ, dir_fd=folder)
-    except FileNotFoundError:
-        return None
-    try:
-        st = os.fstat(fd)
         why = _problem(st, where, others_read=private)
-        if why or not stat.S_ISREG(st.st_mode):
-            raise Untrusted(why or f"{where} is not a regular file")
-        if st.st_size > limit:
-            raise Untrusted(f"{where} is larger than {limit} bytes")
-        chunks, left = [], limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
+        if why:
+            raise Untrusted(why)
+        return bounded.read_open(fd, st, limit, where)
+    except bounded.Refused as exc:
+        raise Untrusted(f"{where} is {exc.why}") from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:
-        raise Untrusted(f"{where} grew past {limit} bytes while being read")
-    return data
 
 
 def _write_file(folder: int, name: str, data: bytes, exclusive: bool = False) -> None:

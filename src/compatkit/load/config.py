@@ -14,10 +14,10 @@
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.errors import PatchFormatError, UsageError
 from compatkit.load import cache
 from compatkit.load.trust import check_folder, shown, why_untrusted
@@ -128,22 +128,20 @@ def _folder_problem(folder: Path) -> str | None:
 
 def _read(path: Path) -> tuple[bytes, str | None]:
     """A pyproject.toml's bytes, or why it is not read: a file another user may change, or
-    not a regular file (a FIFO never blocks: it is opened non-blocking, then checked)."""
+    not a regular file (never opened: :func:`compatkit.bounded.open_regular`). Over
+    ``MAX_BYTES``: :class:`compatkit.bounded.Refused`, exit 1."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd, st = bounded.open_regular(path, where=shown(path))
+    except bounded.Refused:
+        return b"", "not a regular file"
     except OSError as exc:
         raise PatchFormatError(f"{shown(path)}: {exc.strerror}") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return b"", "not a regular file"
         why = why_untrusted(st.st_mode, st.st_uid)
         if why is not None:
             return b"", why
-        if st.st_size > MAX_BYTES:
-            raise PatchFormatError(f"{shown(path)}: larger than {MAX_BYTES >> 20} MiB")
-        return os.read(fd, MAX_BYTES + 1), None
-    except OSError as exc:  # EISDIR and the like
+        return bounded.read_open(fd, st, MAX_BYTES, shown(path)), None
+    except OSError as exc:  # EIO and the like
         raise PatchFormatError(f"{shown(path)}: {exc.strerror}") from None
     finally:
         os.close(fd)

@@ -106,3 +106,44 @@ def resolve_inside(
         if not last and dirs_ok is not None:
             dirs_ok.add(rel)
     return root / path
+
+
+def environment_folder(root: str) -> str:
+    """The environment a site-packages ``root`` belongs to, where its installer also puts
+    scripts, headers and data (``bin/``, ``include/``, ``share/``): ``P`` for
+    ``P/lib/python3.11/site-packages``, ``P/lib64/...``, ``P/lib/python3/dist-packages`` and
+    ``P/Lib/site-packages``; ``root`` itself for any other layout.
+
+    >>> environment_folder("/v/lib/python3.11/site-packages"), environment_folder("/opt/x")
+    ('/v', '/opt/x')
+    """
+    parent, grand = os.path.dirname(root), os.path.dirname(os.path.dirname(root))
+    if os.path.basename(root) not in ("site-packages", "dist-packages"):
+        return root
+    if os.path.basename(parent).lower() in ("lib", "lib64"):
+        return grand
+    if os.path.basename(parent).startswith("python") and os.path.basename(grand) in (
+        "lib",
+        "lib64",
+    ):
+        return os.path.dirname(grand)
+    return root
+
+
+def outside_environment(root: str, path: str) -> str | None:
+    """Where a RECORD row's ``path`` points when that is outside the environment of the
+    site-packages ``root`` (None: it stays in). A plain relative path stays below ``root``;
+    an absolute one, or one with ``..``, is placed lexically (nothing is read or resolved):
+    an installer's ``../../../bin/tool`` stays in, ``../../../../etc/shadow`` leaves.
+
+    >>> root = "/v/lib/python3.11/site-packages"
+    >>> [outside_environment(root, p) for p in ("pkg/m.py", "../../../bin/tool")]
+    [None, None]
+    >>> outside_environment(root, "../../../../etc/shadow"), outside_environment(root, "/etc/x")
+    ('/etc/shadow', '/etc/x')
+    """
+    if not path.startswith("/") and ".." not in path.split("/"):
+        return None
+    place = os.path.normpath(os.path.join(root, path))
+    inside = os.path.join(os.path.normpath(environment_folder(root)), "")
+    return None if os.path.join(place, "").startswith(inside) else place

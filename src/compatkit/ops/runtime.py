@@ -14,6 +14,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.env.checks import PatchStatus
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
@@ -93,7 +94,7 @@ def _active_roots(env: Environment) -> list[Path]:
     found = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     pth = Path(env.paths[0]) / f"{disk.PTH_NAME}.pth"
     with contextlib.suppress(OSError, UnicodeDecodeError, IndexError):
-        found.append(Path(pth.read_text("utf-8").splitlines()[1]))
+        found.append(Path(_head(pth).decode().splitlines()[1]))
     found = [Path(os.path.realpath(p)) for p in found]  # as install records them
     return [p for p in found if (p / disk.DATA / "manifest.json").is_file()]
 
@@ -128,9 +129,11 @@ def _refuse_conflicts(root: Path, prep: Prepared, env: Environment, pth: bool) -
 
 
 def _head(path: Path) -> bytes:
+    """The first 4 KiB of a start-up file (compatkit's are a few lines), through
+    :func:`compatkit.bounded.read`: one that is a FIFO or a device raises
+    :class:`compatkit.bounded.Refused`, naming it (Python itself would hang on it)."""
     try:
-        with open(path, "rb") as f:
-            return f.read(4096)
+        return bounded.read(path, 4096, head=True)
     except OSError:
         return b""
 

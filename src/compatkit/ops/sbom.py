@@ -17,6 +17,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from compatkit import bounded
 from compatkit.delivery import sbomdoc
 from compatkit.env.state import State, states_of
 from compatkit.env.target import Environment, installed
@@ -116,14 +117,16 @@ def _known(registry: Registry, name: str, digest: str) -> Patchset | None:
 
 
 def active_runtimes(env: Environment) -> list[Path]:
-    """The runtime folders that ``env``'s site-packages start (their ``.pth`` form)."""
+    """The runtime folders that ``env``'s site-packages start (their ``.pth`` form). Only
+    each ``.pth``'s head is read (compatkit's is a few lines); one that is a FIFO or a device
+    raises :class:`compatkit.bounded.Refused`, naming it."""
     from compatkit.runtime.install import MARKER
 
     found = []
     for base in env.paths:
         for pth in sorted(Path(base).glob("*.pth")):
             try:
-                lines = pth.read_text("utf-8").splitlines()
+                lines = bounded.read(pth, bounded.SMALL, head=True).decode().splitlines()
             except (OSError, UnicodeDecodeError):
                 continue
             if len(lines) > 1 and lines[0].startswith(MARKER):

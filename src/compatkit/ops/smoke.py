@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.env.state import load_state
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
@@ -54,8 +55,9 @@ def install_hint(python: str, package: str) -> str:
     pyvenv.cfg has a ``uv`` key) or pip is not there (uv venvs have none), else pip's."""
     cfg = Path(python).parent.parent / "pyvenv.cfg"
     try:
-        keys = {line.partition("=")[0].strip() for line in cfg.read_text().splitlines()}
-    except (OSError, UnicodeDecodeError):
+        text = bounded.read(cfg, bounded.SMALL).decode()
+        keys = {line.partition("=")[0].strip() for line in text.splitlines()}
+    except (OSError, UnicodeDecodeError, bounded.Refused):
         keys = set()
     if "uv" not in keys:
         pip = subprocess.run([python, "-c", "import pip"], capture_output=True)

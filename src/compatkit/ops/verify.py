@@ -14,6 +14,7 @@ from compatkit.env.state import states_of
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
+from compatkit.model.paths import outside_environment, quoted
 from compatkit.model.records import Row, hash_bytes
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
@@ -80,7 +81,10 @@ def unproven(registry: Registry, names: list[str]) -> list[str]:
 
 
 def _hash_row(dist: Dist, row: Row) -> str | None:
-    data = dist.read(row.path)
+    try:
+        data = dist.read(row.path)
+    except CompatkitError as exc:  # a FIFO, a device, too large (compatkit.bounded): not read
+        return exc.message
     if data is None:
         return f"{row.path} is missing"
     if hash_bytes(data, threads=True) != row.hash:
@@ -89,13 +93,23 @@ def _hash_row(dist: Dist, row: Row) -> str | None:
 
 
 def pristine_problems(dist: Dist) -> list[str]:
-    """Every file that differs from RECORD, and every file a patchset patched."""
-    rows = [r for r in dist.read_record().rows if r.hash and not r.path.startswith("..")]
+    """Every file that differs from RECORD, every RECORD row that points outside the
+    environment (never read), and every file a patchset patched. Rows an installer wrote for
+    the environment's other folders (``../../../bin/tool``) are not checked."""
+    out, rows = [], []
+    for row in dist.read_record().rows:
+        place = outside_environment(str(dist.root), row.path)
+        if place is not None:
+            out.append(
+                f"RECORD row {quoted(row.path)} points outside the environment ({place}); not read"
+            )
+        elif row.hash and not row.path.startswith("/") and ".." not in row.path.split("/"):
+            rows.append(row)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         found = pool.map(lambda r: _hash_row(dist, r), rows, chunksize=32)
-        out = [p for p in found if p]
+        out += [p for p in found if p]
     for state in states_of(dist):
         out += [f"{f.path} is patched by {state.patchset}" for f in state.files]
     return out

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from compatkit import atomic
+from compatkit import atomic, bounded
 from compatkit.cli.output import Output
 from compatkit.delivery.wheels import WheelSource, pristine
 from compatkit.engine.difftext import diff_files
@@ -51,9 +51,8 @@ def _owned_by_others(dist: Dist) -> set[str]:
     owned: set[str] = set()
     for record in dist.root.glob("*.dist-info/RECORD"):
         if record.parent != dist.dist_info:
-            owned |= {
-                line.split(",", 1)[0] for line in record.read_text("utf-8", "replace").split("\n")
-            }
+            text = bounded.read(record, bounded.METADATA).decode("utf-8", "replace")
+            owned |= {line.split(",", 1)[0] for line in text.split("\n")}
     return owned
 
 
@@ -76,7 +75,7 @@ def find_edits(dist: Dist) -> dict[str, bytes | None]:
                 full = Path(folder) / fname
                 rel = full.relative_to(dist.root).as_posix()
                 if rel not in known and not _ignored(rel) and not full.is_symlink():
-                    edits[rel] = full.read_bytes()
+                    edits[rel] = dist.read(rel)  # a FIFO, a device: one line naming it
     return edits
 
 

@@ -21,6 +21,8 @@ _ID_LIKE = re.compile(r"(?:[\w.-]+:)?[A-Za-z][\w.]*-\d+")
 MIN_SCORE = 3.0  # below this, a candidate matched a word or two by chance
 AHEAD = 1.5  # the best is explained in full when it beats every other id by this factor
 SHOWN = 5
+STDIN_KEEP = 1 << 20  # explain -: the last 1 MiB of standard input (where a traceback ends)
+NOT_UTF8 = 100  # explain -: more than 1 character in this many not UTF-8: not text
 
 if TYPE_CHECKING:
     from compatkit.engine.search import Candidate
@@ -76,12 +78,31 @@ def find(
 
 
 def _read_query(query: str) -> str:
-    """``-`` is standard input: a traceback piped in (``pytest ... 2>&1 | compatkit explain -``)."""
+    """``-`` is standard input: a traceback piped in (``pytest ... 2>&1 | compatkit explain -``).
+    Read to its end, keeping the last :data:`STDIN_KEEP` bytes from their first whole line
+    (:func:`compatkit.bounded.tail`); binary input (a NUL byte, or more than 1% not UTF-8) is
+    refused, exit 1."""
     if query != "-":
         return query
     import sys
 
-    text = sys.stdin.read()
+    from compatkit import bounded
+
+    where = "explain -: standard input"
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # closed (`<&-`), or not a file
+        raise UsageError(f"{where} is closed (pipe the error text in)") from None
+    data, cut = bounded.tail(fd, STDIN_KEEP, where)
+    text = data.decode("utf-8", "replace")
+    rest = text.partition("\n")[2]
+    if cut and rest.strip():
+        text = rest  # its first line was cut: start at a whole one
+    bad = text.count("\ufffd")
+    if bad * NOT_UTF8 > len(text):
+        raise CompatkitError(
+            f"{where}: binary, not text ({bad} of {len(text)} characters are not UTF-8)"
+        )
     if not text.strip():
         raise UsageError("explain -: nothing on standard input (pipe the error text in)")
     return text
