@@ -1,9 +1,11 @@
 """compatkit's sessions; run one with ``nox -s NAME`` (plain ``nox`` runs tests and lint).
 
-- tests: pytest, everything; ``nox -s tests -- -m "not slow and not real"`` is the fast subset
+- tests: pytest, every test but the reliability suite; ``nox -s tests -- -m "not slow and not
+  real"`` is the fast subset of every test
 - tests_versions(version): the fast subset on each other supported Python (3.10, 3.12, 3.13)
 - lint: ruff, ruff format --check, mypy --strict, ``compatkit lint`` on every patchset
-- reliability: the crash, journal, fuzz, concurrency and security tests in full mode
+- reliability: the crash, journal, fuzz, concurrency and security tests with a fixed budget
+  (``COMPATKIT_FULL=1``: the full run)
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
 - wheel_proof: the patched speculators wheel installed with vLLM 0.16.0, checked and smoke-tested
 - runtime: runtime mode on the real stack (tests/test_runtime_real.py)
@@ -55,12 +57,16 @@ TODAY_STACK = [
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Every test; ``nox -s tests -- -m "not slow and not real"`` is the fast subset.
+    """Every test but the reliability suite (``reliability``); ``nox -s tests -- -m "not slow
+    and not real"`` is the fast subset of all of them.
 
     Real wheels in real temp venvs, a local Ray cluster (``slow``), packages from PyPI
     (``real``); arguments go to pytest. tests/test_runtime_real.py runs in ``runtime``."""
     session.install("-e", ".[test,ray]")
-    session.run("pytest", *session.posargs)
+    # with no arguments: every test but the reliability suite, which `reliability` runs (CI
+    # runs both, so nothing runs twice); with arguments, exactly what they select
+    skip = [f"--deselect={t}" if "::" in t else f"--ignore={t}" for t in RELIABILITY]
+    session.run("pytest", *(session.posargs or skip))
 
 
 # Every Python compatkit supports besides PYTHON, which runs everything in `tests`: the fast
@@ -107,42 +113,54 @@ def tests_versions(session: nox.Session, version: str) -> None:
     session.run(target, "-m", "pytest", *fast, *session.posargs, external=True)
 
 
+# The reliability suite (docs/reliability.md): crash injection, journals, fuzzing,
+# concurrency, and the trust model's attacks, each as another user where it matters.
+RELIABILITY = (
+    "tests/test_crash.py",
+    # apply → verify → revert and SIGKILL on generated distributions (issue 38)
+    "tests/test_roundtrip_property.py",
+    "tests/test_exact_revert.py",
+    "tests/test_journal.py",
+    "tests/test_fuzz.py",
+    "tests/test_concurrency.py",
+    "tests/test_security.py",
+    "tests/test_interop.py",
+    "tests/test_cli.py::test_eight_concurrent_runs_serialise",
+    # the trust model (docs/security.md)
+    "tests/test_trust.py",
+    "tests/test_trust_patchset.py",
+    "tests/test_trust_cache.py",
+    "tests/test_runtime_trust.py",
+    "tests/test_runtime_closed.py",
+    "tests/test_runtime_proof.py",
+    "tests/test_wheelcheck.py",
+    "tests/test_bad_input.py",
+    # every read of a file compatkit does not own: bounded, never blocking (issue 34)
+    "tests/test_bounded_reads.py",
+)
+
+
 @nox.session(python=PYTHON)
 def reliability(session: nox.Session) -> None:
-    """The full reliability run behind docs/reliability.md: every crash point, 10,000 fuzz
-    inputs per target, 25 rounds of 8 concurrent runs. CI runs the fast subset in `tests`."""
+    """The reliability suite, every test of it (slow ones included), with a fixed budget: the
+    same crash points, fuzz inputs and generated distributions on every run (CI runs this).
+    ``COMPATKIT_FULL=1 nox -s reliability`` is the full run behind docs/reliability.md: every
+    crash point, 10,000 fuzz inputs per target, 1,000 generated round trips, fresh inputs."""
+    import os
+
     session.install("-e", ".[test]")
     (ROOT / "build").mkdir(exist_ok=True)
     report = ROOT / "build" / "reliability.jsonl"
     report.unlink(missing_ok=True)
+    full = os.environ.get("COMPATKIT_FULL", "") not in ("", "0")
+    session.log(f"reliability: {'full' if full else 'fixed'} budget")
     session.run(
         "pytest",
         "-p",
         "no:cacheprovider",
-        "-s",
-        "tests/test_crash.py",
-        # apply → verify → revert and SIGKILL on generated distributions (issue 38)
-        "tests/test_roundtrip_property.py",
-        "tests/test_exact_revert.py",
-        "tests/test_journal.py",
-        "tests/test_fuzz.py",
-        "tests/test_concurrency.py",
-        "tests/test_security.py",
-        "tests/test_interop.py",
-        "tests/test_cli.py::test_eight_concurrent_runs_serialise",
-        # the trust model (docs/security.md): each attack, as another user where it matters
-        "tests/test_trust.py",
-        "tests/test_trust_patchset.py",
-        "tests/test_trust_cache.py",
-        "tests/test_runtime_trust.py",
-        "tests/test_runtime_closed.py",
-        "tests/test_runtime_proof.py",
-        "tests/test_wheelcheck.py",
-        "tests/test_bad_input.py",
-        # every read of a file compatkit does not own: bounded, never blocking (issue 34)
-        "tests/test_bounded_reads.py",
+        *RELIABILITY,
         *session.posargs,
-        env={"COMPATKIT_FULL": "1", "COMPATKIT_REPORT": str(report)},
+        env={"COMPATKIT_FULL": "1" if full else "0", "COMPATKIT_REPORT": str(report)},
     )
 
 
