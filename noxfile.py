@@ -136,7 +136,7 @@ def reliability(session: nox.Session) -> None:
         "tests/test_trust_cache.py",
         "tests/test_runtime_trust.py",
         "tests/test_runtime_closed.py",
-        "tests/test_runtime_proof.py",
+        "tests/test_statfacts.py",
         "tests/test_wheelcheck.py",
         "tests/test_bad_input.py",
         *session.posargs,

@@ -122,7 +122,7 @@ def _apply(registry: Any, env: Any, name: str, owned: Path | None, allow: bool) 
 
 def _verify(registry: Any, env: Any, name: str) -> None:
     from compatkit.model.results import Status
-    from compatkit.ops.inspect import inspect_patchset
+    from compatkit.ops.status import inspect_patchset
     from compatkit.ops.verify import problems
 
     found = problems(registry, env, name)
