@@ -2,7 +2,7 @@
 
 Register it on every node before ``ray start`` (the runtime env agent reads it)::
 
-    export RAY_RUNTIME_ENV_PLUGINS='[{"class": "compatkit.ray_plugin.CompatkitPlugin"}]'
+    export RAY_RUNTIME_ENV_PLUGINS='[{"class":"compatkit.integrations.ray_plugin.CompatkitPlugin"}]'
 
 then ask for it in a job's or a task's ``runtime_env``::
 
