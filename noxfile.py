@@ -2,7 +2,8 @@
 
 - tests: pytest, everything; ``nox -s tests -- -m "not slow and not real"`` is the fast subset
 - tests_versions(version): the fast subset on each other supported Python (3.10, 3.12, 3.13)
-- lint: ruff, ruff format --check, mypy --strict, ``compatkit lint`` on every patchset
+- lint: ruff, ruff format --check, mypy --strict, lint-imports (the layers),
+  ``compatkit lint`` on every patchset
 - reliability: the crash, journal, fuzz, concurrency and security tests in full mode
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
 - wheel_proof: the patched speculators wheel installed with vLLM 0.16.0, checked and smoke-tested
@@ -146,13 +147,15 @@ def reliability(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check and format --check, mypy --strict, compatkit lint of every patchset.
+    """ruff, mypy --strict, lint-imports, compatkit lint of every patchset.
 
-    ``compatkit lint`` checks each bundled patchset against its pristine target wheel."""
+    lint-imports checks pyproject.toml's layer contract (docs/architecture.md); ``compatkit
+    lint`` checks each bundled patchset against its pristine target wheel."""
     session.install("-e", ".[test,ray]", "ruff", "mypy", "nox")
     session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
     session.run("ruff", "format", "--check", "src", "tests", "noxfile.py", "bench")
     session.run("mypy")
+    session.run("lint-imports", "--no-cache")  # [tool.importlinter]: imports go down the layers
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
 
 
