@@ -310,7 +310,7 @@ def _instructions(cmd: list[str], env: dict[str, str], away: Path | None = None)
 
 # compatkit's CLI with no file system on the allow-list: no stat facts recorded, as on tmpfs
 NO_FACTS = (
-    "import sys; from compatkit.runtime import proof; proof.SOUND = frozenset(); "
+    "import sys; from compatkit.runtime import statfacts; statfacts.SOUND = frozenset(); "
     "from compatkit.cli.entry import run; sys.exit(run())"
 )
 

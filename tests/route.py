@@ -5,8 +5,8 @@ pass of the route, not many); consecutive events in one module are one *entry*. 
 ``model/`` (the data itself: a RECORD row's or a patch's own methods) and into the top
 level's utilities (``errors``, ``value``, ``digest``, ``atomic``, ``bounded``: compatkit's
 own standard library) are not steps of the route. A *climb* is an entry into a higher layer
-than the entry before it (tests/test_layout.py's LAYERS): ``ops`` → ``env`` → ``ops`` climbs
-once. Inside one layer the entries are counted, not ranked.
+than the entry before it (pyproject.toml's layer contract; siblings are one height): ``ops``
+→ ``env`` → ``ops`` climbs once. Inside one layer the entries are counted, not ranked.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from test_layout import SRC, import_graph, layer_of
+from test_layout import SRC, import_graph, layer_heights
 
 PACKAGE = SRC / "compatkit"
 
@@ -47,8 +47,11 @@ class Route:
 
 @functools.cache
 def heights() -> dict[str, int]:
-    """Each module's layer (its rank in LAYERS)."""
-    return {m: layer_of(m, "compatkit") or 0 for m in import_graph(SRC, "compatkit")}
+    """Each module's layer height (siblings share one; the package and __main__: 0)."""
+    height = layer_heights()
+    return {
+        m: height.get(m.split(".")[1], 0) if "." in m else 0 for m in import_graph(SRC, "compatkit")
+    }
 
 
 UTILITIES = {

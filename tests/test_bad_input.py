@@ -362,7 +362,7 @@ def test_ctrl_c_in_the_first_50_ms_of_apply(demo: Demo) -> None:
 def test_a_created_py_nested_too_deeply_to_compile(source: bytes) -> None:
     """lint and rebase compile a patched .py: CPython's compiler raised RecursionError or
     MemoryError on these (exit 3); it is now a reason like any syntax error."""
-    from compatkit.engine.port import syntax_error
+    from compatkit.engine.rebase import syntax_error
 
     assert syntax_error("demo/deep.py", source) == "nested too deeply to compile"
 

@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
 
 ROOT = Path(compatkit.__file__).resolve().parents[2]
 COMPATKIT = [sys.executable, "-m", "compatkit"]
-PLUGINS = json.dumps([{"class": "compatkit.ray_plugin.CompatkitPlugin"}])
+PLUGINS = json.dumps([{"class": "compatkit.integrations.ray_plugin.CompatkitPlugin"}])
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The package's shape: no import cycles in src/compatkit, every import goes down the layers
-(docs/architecture.md's table), and docs/architecture.md names every module and subpackage.
+(docs/architecture.md's table, pyproject.toml's import-linter contract), and
+docs/architecture.md names every module and subpackage.
 
 Every import counts as an edge of the graph: at module level, inside a function (the lazy
 imports that keep start-up fast still run, only later: a cycle through one is a cycle, and it
@@ -15,7 +16,11 @@ from __future__ import annotations
 
 import ast
 import itertools
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -171,53 +176,45 @@ def test_type_checking_imports_count_and_a_tree_has_no_cycle(tmp_path: Path) -> 
     assert cycles(import_graph(src, "pkg")) == []
 
 
-# --- layers ---------------------------------------------------------------------------------
-
-# The folders of src/compatkit, lowest first (docs/architecture.md's table): a module imports
-# only from its own layer and the layers below. "" is the top level's plain modules.
-LAYERS = ("", "model", "engine", "load", "env", "delivery", "runtime", "ops", "integrations", "cli")
-ENTRY_POINTS = {"__main__", "ray_plugin"}  # may import anything: they are names, not layers
+# --- layers: pyproject.toml's [tool.importlinter] contract, run by nox -s lint too ----------
 
 
-def layer_of(module: str, package: str) -> int | None:
-    """The rank of ``module``'s layer; None for an entry point or the package itself."""
-    parts = module.split(".")[1:]
-    if not parts or (len(parts) == 1 and parts[0] in ENTRY_POINTS):
-        return None
-    folder = parts[0] if len(parts) > 1 or parts[0] in LAYERS else ""
-    assert folder in LAYERS, f"{module}: its folder {folder!r} is not a layer of {package}"
-    return LAYERS.index(folder)
+def layer_heights() -> dict[str, int]:
+    """Each folder's (or top-level module's) height in the contract: 0 lowest, siblings equal."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    config = tomllib.loads((SRC.parent / "pyproject.toml").read_text())
+    [contract] = config["tool"]["importlinter"]["contracts"]
+    rows = reversed(contract["layers"])  # highest first, as import-linter writes them
+    return {name.strip(): h for h, row in enumerate(rows) for name in re.split("[|:]", row)}
 
 
-def upward_imports(graph: Graph, package: str) -> list[str]:
-    """Every import of a module from a higher layer than the importer's, with its line."""
-    found = []
-    for importer, edges in sorted(graph.items()):
-        here = layer_of(importer, package)
-        for imported, line in sorted(edges.items()):
-            there = layer_of(imported, package)
-            if here is not None and there is not None and there > here:
-                found.append(f"{importer} (line {line}) imports {imported}")
-    return found
+def lint_imports(src: Path) -> subprocess.CompletedProcess[str]:
+    """pyproject.toml's layer contract, checked by import-linter on the compatkit under ``src``."""
+    command = [str(Path(sys.executable).parent / "lint-imports"), "--no-cache", "--no-logo"]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    config = str(SRC.parent / "pyproject.toml")
+    return subprocess.run([*command, config], cwd=src, env=env, capture_output=True, text=True)
 
 
 def test_every_import_goes_down_the_layers() -> None:
-    graph = import_graph(SRC, "compatkit")
-    assert "compatkit.model.diff" in graph["compatkit.model.patchset"]
-    found = upward_imports(graph, "compatkit")
-    assert not found, "imports from a higher layer:\n" + "\n".join(found)
+    done = lint_imports(SRC)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_an_upward_lazy_import_is_found(tmp_path: Path) -> None:
-    files = {
-        "model/__init__.py": "",
-        "model/patchset.py": "def f():\n    from pkg.load import cache\n",
-        "load/__init__.py": "",
-        "load/cache.py": "from pkg.model import patchset\nfrom pkg import errors\n",
-        "errors.py": "",
-    }
-    graph = import_graph(_package(tmp_path, files), "pkg")
-    assert upward_imports(graph, "pkg") == ["pkg.model.patchset (line 2) imports pkg.load.cache"]
+def test_the_contract_finds_a_lazy_sibling_import_and_a_type_checking_one(tmp_path: Path) -> None:
+    copy = tmp_path / "src" / "compatkit"
+    shutil.copytree(SRC / "compatkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    with (copy / "engine" / "search.py").open("a") as f:  # engine and load are siblings
+        f.write("\n\ndef _f() -> None:\n    from compatkit.load import cache\n")
+    with (copy / "model" / "records.py").open("a") as f:
+        f.write("\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n    import compatkit.cli.output\n")
+    done = lint_imports(copy.parent)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "compatkit.engine.search -> compatkit.load.cache" in done.stdout
+    assert "compatkit.model.records -> compatkit.cli.output" in done.stdout
 
 
 # --- docs/architecture.md -------------------------------------------------------------------

@@ -138,7 +138,7 @@ def test_runtime_folders_patches_are_listed(demo: Demo, tmp_path: Path) -> None:
 
 NO_EXTRA = """
 import sys
-sys.modules["cyclonedx"] = None  # as if compatkit[sbom] were not installed
+sys.modules["cyclonedx"] = None  # compatkit writes SBOMs without cyclonedx-python-lib
 from compatkit.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -40,7 +40,7 @@ HEAVY = (
     "shutil",
     "ctypes",
     "email",
-    "cyclonedx",  # compatkit[sbom]: only compatkit sbom and compatkit wheel import it
+    "cyclonedx",  # the tests' SBOM validator (compatkit[test]); compatkit never imports it
     "packageurl",
     "ray",
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.delivery.wheels import WheelSource
-from compatkit.ops.classify import against_newest
+from compatkit.ops.upstream import against_newest
 from conftest import (
     DEMO_FILES,
     PATCH_GREET,

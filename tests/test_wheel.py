@@ -223,7 +223,7 @@ def test_scripts_keep_their_executable_bit(demo: Demo, tmp_path: Path) -> None:
 
 ELSEWHERE = """
 import sys
-sys.modules["cyclonedx"] = None  # as if compatkit[sbom] were not installed
+sys.modules["cyclonedx"] = None  # compatkit writes SBOMs without cyclonedx-python-lib
 import compatkit
 compatkit.__version__ = "99.1.0"  # as if another release of compatkit built it
 from compatkit.cli.main import main

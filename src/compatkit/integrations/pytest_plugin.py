@@ -88,7 +88,7 @@ def _missing(registry: Any, names: list[str]) -> dict[str, list[str]]:
     from compatkit.env.target import Environment
     from compatkit.errors import CompatkitError
     from compatkit.model.results import Status
-    from compatkit.ops.inspect import inspect_patchset
+    from compatkit.ops.status import inspect_patchset
 
     fine = {Status.APPLIED, Status.BUILT_IN, Status.EXCLUDED, Status.RUNTIME}
     found: dict[str, list[str]] = {}

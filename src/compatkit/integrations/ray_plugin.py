@@ -2,7 +2,7 @@
 
 Register it on every node before ``ray start`` (the runtime env agent reads it)::
 
-    export RAY_RUNTIME_ENV_PLUGINS='[{"class": "compatkit.ray_plugin.CompatkitPlugin"}]'
+    export RAY_RUNTIME_ENV_PLUGINS='[{"class":"compatkit.integrations.ray_plugin.CompatkitPlugin"}]'
 
 then ask for it in a job's or a task's ``runtime_env``::
 
@@ -122,7 +122,7 @@ def _apply(registry: Any, env: Any, name: str, owned: Path | None, allow: bool) 
 
 def _verify(registry: Any, env: Any, name: str) -> None:
     from compatkit.model.results import Status
-    from compatkit.ops.inspect import inspect_patchset
+    from compatkit.ops.status import inspect_patchset
     from compatkit.ops.verify import problems
 
     found = problems(registry, env, name)

@@ -1,6 +1,6 @@
 """The use cases, between the model and engine below and the commands above.
 
-Each module here is one use case (apply, revert, verify, inspect, smoke, classify, select,
+Each module here is one use case (apply, revert, verify, status, smoke, upstream, project,
 prove, matrix): plain typed parameters in, a typed result out, one :class:`~compatkit.model.results.
 Status` vocabulary, CompatkitError for an expected failure. Nothing here prints. A command
 (``compatkit.cli.commands.<verb>``) calls one or more of them and renders the result; the pytest

@@ -92,7 +92,7 @@ def node_run(
 
 
 def _one(verb: str, registry: Any, env: Any, name: str, force: bool) -> PatchsetOnNode:
-    from compatkit.ops.inspect import inspect_patchset
+    from compatkit.ops.status import inspect_patchset
 
     result = PatchsetOnNode(name, "")
     try:

@@ -3,7 +3,7 @@
 A cell works in its own environment (compatkit's, or ``--python``): it starts from a pristine
 install, then per mode: ``apply`` (refused: not applicable) or ``force`` applies what applies,
 verifies, runs the smoke tests and reverts; ``upstream`` classifies each patch on the
-unpatched release (:mod:`compatkit.ops.classify`). Every entry carries its ``status`` (a
+unpatched release (:mod:`compatkit.ops.upstream`). Every entry carries its ``status`` (a
 :class:`~compatkit.model.results.Status`) beside the text shown in the report.
 """
 
@@ -20,9 +20,9 @@ from compatkit.model.records import hash_bytes
 from compatkit.model.results import Status
 from compatkit.ops import verify
 from compatkit.ops.apply import apply_patchset
-from compatkit.ops.classify import classify
 from compatkit.ops.revert import revert_patchset
 from compatkit.ops.smoke import run_smoke, select
+from compatkit.ops.upstream import classify
 
 Entry = dict[str, str]  # id, status, state (as shown), detail, smoke, reason
 

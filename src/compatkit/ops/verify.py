@@ -20,7 +20,7 @@ from compatkit.model.records import Row, hash_bytes
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from compatkit.load.config import ProjectConfig
-    from compatkit.ops.select import Selection
+    from compatkit.ops.project import Selection
 
 
 def problems(registry: Registry, env: Environment, name: str) -> list[str]:
@@ -133,7 +133,7 @@ def unnamed(
 
         why = "no [tool.compatkit] table was found and no patchset is applied here"
         return applied_patchsets(env), None, why
-    from compatkit.ops.select import select
+    from compatkit.ops.project import select
 
     selection = select(config, registry, env)
     return selection.chosen, selection, f"no patchset of {config.path} fits this environment"

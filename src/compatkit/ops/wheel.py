@@ -22,7 +22,7 @@ from pathlib import Path
 
 from compatkit import atomic
 from compatkit.delivery import wheelfile
-from compatkit.delivery.wheelproof import Proof, WholeWheel, whole_wheel
+from compatkit.delivery.wheelrelease import Proof, WholeWheel, whole_wheel
 from compatkit.delivery.wheels import WheelSource
 from compatkit.env.plan import Overlay, plan_apply
 from compatkit.env.state import states_of

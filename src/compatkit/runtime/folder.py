@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.runtime import proof
+from compatkit.runtime import statfacts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -257,8 +257,8 @@ class Folder:
             if fd != self.fd:
                 os.close(fd)
 
-    def facts(self, relpath: str, expected: bytes) -> proof.Facts | None:
-        """The stat facts that prove ``relpath`` holds ``expected`` (compatkit.runtime.proof)."""
+    def facts(self, relpath: str, expected: bytes) -> statfacts.Facts | None:
+        """The stat facts that prove ``relpath`` holds ``expected`` (runtime.statfacts)."""
         fd, name = self._parent(relpath, make=False)
         try:
             f = os.open(name, _FILE, dir_fd=fd)
@@ -266,7 +266,7 @@ class Folder:
             if fd != self.fd:
                 os.close(fd)
         try:
-            return proof.of_fd(f, expected)
+            return statfacts.of_fd(f, expected)
         finally:
             os.close(f)
 

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from compatkit import atomic
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.runtime import proof, startfiles
+from compatkit.runtime import startfiles, statfacts
 from compatkit.runtime.folder import Folder, check_name
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
-from compatkit.runtime.proof import Facts
+from compatkit.runtime.statfacts import Facts
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
@@ -62,7 +62,9 @@ def _table(prep: Prepared, facts: dict[str, Facts | None]) -> dict[str, object]:
         f.module: {
             "origin": f.origin,
             "original": sha(f.original),
-            "original_facts": None if f.original is None else proof.of_path(f.origin, f.original),
+            "original_facts": None
+            if f.original is None
+            else statfacts.of_path(f.origin, f.original),
             "patched": None if f.patched is None else f"{prep.key}/{f.relpath}",
             "sha": sha(f.patched),
             "patched_facts": facts.get(f.module),

@@ -1,7 +1,7 @@
 """``compatkit apply [PATCHSET]``: all-or-nothing, idempotent, journaled.
 
 With no name, every patchset of the project's ``[tool.compatkit]`` table that fits this
-environment (:mod:`compatkit.ops.select`).
+environment (:mod:`compatkit.ops.project`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from compatkit.load.registry import Registry
 from compatkit.model import startup_code
 from compatkit.model.patchset import Patchset
 from compatkit.ops.apply import ApplyResult, apply_patchset
-from compatkit.ops.select import select
+from compatkit.ops.project import select
 
 
 def apply(result: ApplyResult, out: Output) -> int:

@@ -11,7 +11,7 @@ from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patch, Patchset
-from compatkit.ops.inspect import inspect_patchset
+from compatkit.ops.status import inspect_patchset
 
 _ORDER = ("symptom", "cause", "fix", "retire-when", "origin", "forwarded", "last-update")
 

@@ -18,7 +18,7 @@ from packaging.version import Version
 from compatkit.cli.output import Output
 from compatkit.delivery.wheels import WheelSource, pristine
 from compatkit.engine.hunks import HunkMismatch, apply_file
-from compatkit.engine.port import syntax_error
+from compatkit.engine.rebase import syntax_error
 from compatkit.errors import CompatkitError
 from compatkit.load.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.load.registry import Registry

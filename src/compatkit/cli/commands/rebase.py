@@ -1,9 +1,9 @@
 """``compatkit rebase PATCHSET --to DIST==VERSION``: a new patchset for a new upstream version.
 
 The old patchset stays as it is. The new one (``NAME-VERSION`` unless ``--name``) targets
-``==VERSION`` and holds each patch ported by :mod:`compatkit.engine.port`: rewritten when it applies
-or merges, left out (moved to ``retired/``) when upstream already holds it, and kept unchanged
-with a conflict-marked copy of each file under ``conflicts/<id>/`` when it conflicts.
+``==VERSION`` and holds each patch ported by :mod:`compatkit.engine.rebase`: rewritten when it
+applies or merges, left out (moved to ``retired/``) when upstream already holds it, and kept
+unchanged with a conflict-marked copy of each file under ``conflicts/<id>/`` when it conflicts.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from compatkit import atomic
 from compatkit.cli.output import Output
 from compatkit.cli.outputs import output_dir
 from compatkit.delivery.wheels import WheelSource, pristine
-from compatkit.engine.port import PatchPort, port_series
+from compatkit.engine.rebase import PatchPort, port_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load import authoring
 from compatkit.load.registry import Registry, bundled_dirs

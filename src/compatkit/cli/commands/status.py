@@ -8,7 +8,7 @@ from compatkit.cli.output import Output
 from compatkit.env.checks import constraint_problems
 from compatkit.env.target import Dist, Environment
 from compatkit.load.registry import Registry
-from compatkit.ops.inspect import inspect_patchset, where
+from compatkit.ops.status import inspect_patchset, where
 
 
 def status(

@@ -2,7 +2,7 @@
 
 ``--against DIST`` (or ``DIST==latest``) checks the newest release on the index.
 
-The verdicts and their two oracles: :mod:`compatkit.ops.classify`.
+The verdicts and their two oracles: :mod:`compatkit.ops.upstream`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import Status
-from compatkit.ops.classify import against_newest, classify, throwaway_env
 from compatkit.ops.smoke import require_pytest
+from compatkit.ops.upstream import against_newest, classify, throwaway_env
 
 
 def _throwaway(against: Requirement, extra: list[str], folder: Path, out: Output) -> Environment:

@@ -1,5 +1,5 @@
-"""Runtime mode's cheap proofs (compatkit.runtime.proof, docs/security.md "Runtime folders"): the
-stat facts recorded at install spare the hook a SHA-256 of the installed file and of the patched
+"""Runtime mode's stat facts (compatkit.runtime.statfacts, docs/security.md "Runtime folders"):
+the stat facts recorded at install spare the hook a SHA-256 of the installed file and of the patched
 source at each start, and cannot be fooled by a same-size edit with its mtime put back; the
 pycs written at install are what a start loads, even with PYTHONDONTWRITEBYTECODE set."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.runtime import proof
+from compatkit.runtime import statfacts
 from conftest import Demo
 from test_runtime import _env, run  # as test_runtime's
 
@@ -57,7 +57,7 @@ def _edit_in_place(path: Path, old: bytes, new: bytes) -> None:
 
 def _install(demo: Demo, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     greet = demo.venv.site / "demo/greet.py"
-    if proof._file_systems().get(greet.stat().st_dev) not in proof.SOUND:
+    if statfacts._file_systems().get(greet.stat().st_dev) not in statfacts.SOUND:
         pytest.skip("site-packages is on a file system whose ctime proves nothing")
     _own_copy(greet)
     root = tmp_path / "rt"
@@ -109,7 +109,7 @@ def test_no_facts_are_recorded_where_ctime_proves_nothing(
     demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "rt"
-    monkeypatch.setattr(proof, "SOUND", frozenset())  # as on vfat, FUSE or without mountinfo
+    monkeypatch.setattr(statfacts, "SOUND", frozenset())  # as on vfat, FUSE or without mountinfo
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
     env = _env(tmp_path, PYTHONPATH=str(root))
     assert {(e["original_facts"], e["patched_facts"]) for e in _table(root).values()} == {
@@ -125,14 +125,14 @@ def test_no_facts_are_recorded_where_ctime_proves_nothing(
 
 def test_facts_wait_for_the_clock_to_move_past_a_fresh_change(tmp_path: Path) -> None:
     now = time.time_ns()
-    assert not proof._settled(now // 10**9 * 10**9)  # whole seconds, this one: not proven
-    assert proof._settled((now // 10**9 - 3) * 10**9)  # whole seconds, 3 s ago
+    assert not statfacts._settled(now // 10**9 * 10**9)  # whole seconds, this one: not proven
+    assert statfacts._settled((now // 10**9 - 3) * 10**9)  # whole seconds, 3 s ago
     started = time.monotonic()
-    assert proof._settled(now - 1)  # fine timestamps: one tick of the coarse clock waited out
+    assert statfacts._settled(now - 1)  # fine timestamps: one tick of the coarse clock waited out
     assert time.monotonic() - started > 0.04
     path = tmp_path / "f.py"
     path.write_bytes(b"x = 1\n")
-    assert proof.of_path(str(path), b"x = 2\n") is None  # not the bytes expected
+    assert statfacts.of_path(str(path), b"x = 2\n") is None  # not the bytes expected
 
 
 def test_a_start_loads_the_pycs_written_at_install(demo: Demo, tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def test_an_edit_through_a_shared_writable_mapping_is_caught_at_start(
     page back first (fsync: every mapping of it is write-protected again), so the write after
     it faults, and the kernel sets the ctime: the start hashes the file, and refuses it."""
     greet = demo.venv.site / "demo/greet.py"
-    if proof._file_systems().get(greet.stat().st_dev) not in proof.SOUND:
+    if statfacts._file_systems().get(greet.stat().st_dev) not in statfacts.SOUND:
         pytest.skip("site-packages is on a file system whose ctime proves nothing")
     _own_copy(greet)
     with open(greet, "r+b") as f, mmap.mmap(f.fileno(), 0) as mapped:
@@ -184,17 +184,17 @@ def test_no_facts_are_taken_on_tmpfs(tmp_path: Path) -> None:
     """tmpfs writes no page back, so a page once mapped writable stays so: every later write
     through that mapping leaves the ctime as it was. Its files are hashed at every import."""
     shm = Path("/dev/shm")
-    if not shm.is_dir() or proof._file_systems().get(shm.stat().st_dev) != "tmpfs":
+    if not shm.is_dir() or statfacts._file_systems().get(shm.stat().st_dev) != "tmpfs":
         pytest.skip("no tmpfs at /dev/shm")
     path = Path(tempfile.mkdtemp(dir=shm)) / "f.py"
     try:
         path.write_bytes(b"x = 1\n")
         old = time.time_ns() - 10**9
         os.utime(path, ns=(old, old))
-        assert proof.of_path(str(path), b"x = 1\n") is None
+        assert statfacts.of_path(str(path), b"x = 1\n") is None
         on_disk = tmp_path / "f.py"  # the same on ext4 and the like: facts
         on_disk.write_bytes(b"x = 1\n")
-        if proof._file_systems().get(on_disk.stat().st_dev) in proof.SOUND:
-            assert proof.of_path(str(on_disk), b"x = 1\n") is not None
+        if statfacts._file_systems().get(on_disk.stat().st_dev) in statfacts.SOUND:
+            assert statfacts.of_path(str(on_disk), b"x = 1\n") is not None
     finally:
         shutil.rmtree(path.parent)
