@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 
 from compatkit.env.target import Environment
 from compatkit.load.registry import Registry
@@ -25,7 +26,7 @@ from conftest import Demo
 def test_every_domain_keeps_the_texts_users_and_json_see() -> None:
     """Each value is what ``--json``, matrix results files and matrix.toml carry: renaming
     one breaks them, so a change here must be deliberate."""
-    texts = {
+    texts: dict[type[Enum], list[str]] = {
         PatchState: [
             "applied",
             "built in",
