@@ -10,13 +10,14 @@ import pytest
 from compatkit.cli.commands.fleet import render
 from compatkit.cli.output import Output
 from compatkit.errors import CompatkitError
+from compatkit.model.results import Action, PatchsetState
 from compatkit.ops import fleet_rollback
 from compatkit.ops.fleet import FleetResult, NodeAnswer, NodeReport, PatchsetOnNode
 
 
-def node(node_id: str, *done: tuple[str, str | None, list[str]]) -> NodeReport:
+def node(node_id: str, *done: tuple[str, Action | None, list[str]]) -> NodeReport:
     """A node that answered: (patchset, its action, its problems) each."""
-    patchsets = [PatchsetOnNode(n, "applied", action=a, problems=p) for n, a, p in done]
+    patchsets = [PatchsetOnNode(n, PatchsetState.APPLIED, action=a, problems=p) for n, a, p in done]
     return NodeReport(node_id * 12, "10.0.0.1", NodeAnswer("/py", patchsets))
 
 
@@ -43,7 +44,9 @@ class Reverts:
                 if info["NodeID"][:1] in self.refuse
                 else []
             )
-            answers.append(node(info["NodeID"][:1], *((n, "reverted", problems) for n in names)))
+            answers.append(
+                node(info["NodeID"][:1], *((n, Action.REVERTED, problems) for n in names))
+            )
         return answers
 
 
@@ -66,9 +69,10 @@ def report(result: FleetResult) -> tuple[str, list[str]]:
 
 
 def test_what_this_run_applied_is_reverted_newest_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    a = node("a", ("one", "none", []), ("two", "applied", []))  # one: applied before the run
-    b = node("b", ("one", "applied", []), ("two", "applied", []))
-    c = node("c", ("one", "applied", []), ("two", None, ["two: refusing to apply"]))
+    # one: applied before the run
+    a = node("a", ("one", Action.NONE, []), ("two", Action.APPLIED, []))
+    b = node("b", ("one", Action.APPLIED, []), ("two", Action.APPLIED, []))
+    c = node("c", ("one", Action.APPLIED, []), ("two", None, ["two: refusing to apply"]))
     result = FleetResult("apply", "x", [a, b, c, dead("d")])
     reverts = settle(result, monkeypatch)
     assert reverts.asked == [("a", ["two"]), ("b", ["two", "one"]), ("c", ["one"])]
@@ -92,7 +96,7 @@ def test_what_this_run_applied_is_reverted_newest_first(monkeypatch: pytest.Monk
 
 
 def test_a_refused_revert_is_named_not_rolled_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = FleetResult("apply", "x", [node("a", ("one", "applied", [])), dead("b")])
+    result = FleetResult("apply", "x", [node("a", ("one", Action.APPLIED, [])), dead("b")])
     settle(result, monkeypatch, refuse=frozenset("a"))
     assert result.nodes[0].end == (
         "NOT rolled back, one still applied: demo/greet.py was edited since the apply"
@@ -104,13 +108,13 @@ def test_a_refused_revert_is_named_not_rolled_back(monkeypatch: pytest.MonkeyPat
 
 
 def test_keep_going_and_success_revert_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    result = FleetResult("apply", "x", [node("a", ("one", "applied", [])), dead("b")])
+    result = FleetResult("apply", "x", [node("a", ("one", Action.APPLIED, [])), dead("b")])
     assert settle(result, monkeypatch, keep_going=True).asked == []
     assert result.nodes[0].end == "applied: one (kept: --keep-going)" and not result.rolled_back
     message, _ = report(result)
     assert message.endswith("the nodes it applied to keep it (--keep-going)")
     result = FleetResult(
-        "apply", "x", [node("a", ("one", "applied", [])), node("b", ("one", "none", []))]
+        "apply", "x", [node("a", ("one", Action.APPLIED, [])), node("b", ("one", Action.NONE, []))]
     )
     assert settle(result, monkeypatch).asked == []
     assert [n.end for n in result.nodes] == ["applied: one", "unchanged"]

@@ -13,7 +13,7 @@ earlier ported patches. :mod:`merge3` merges them. Each file comes out as
 >>> from compatkit.model.diff import parse_diff
 >>> fd = parse_diff("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n", "p")
 >>> port_series([("p1", fd)], {"m.py": b"x = 1\\n"}, {"m.py": b"x = 2\\n"})[0].status
-<Status.UPSTREAM: 'upstream'>
+<PortState.UPSTREAM: 'upstream'>
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from merge3 import Merge3
 from compatkit.engine.difftext import diff_files
 from compatkit.engine.hunks import HunkMismatch, apply_file
 from compatkit.model.diff import FileDiff
-from compatkit.model.results import Status
+from compatkit.model.results import PortState
 
-_RANK = {Status.CLEAN: 0, Status.OFFSET: 1, Status.MERGED: 2}
+_RANK = {PortState.CLEAN: 0, PortState.OFFSET: 1, PortState.MERGED: 2}
 
 
 @dataclass
 class FilePort:
     path: str
-    status: Status  # CLEAN, OFFSET, MERGED, UPSTREAM, CONFLICT
+    status: PortState
     offset: int = 0
     before: bytes | None = None  # the new version's file before this patch
     after: bytes | None = None  # ... and after it
@@ -50,26 +50,28 @@ class PatchPort:
     files: list[FilePort] = field(default_factory=list)
 
     @property
-    def status(self) -> Status:
+    def status(self) -> PortState:
         kinds = [f.status for f in self.files]
-        if Status.CONFLICT in kinds:
-            return Status.CONFLICT
-        if all(k is Status.UPSTREAM for k in kinds):
-            return Status.UPSTREAM
-        worst = max((k for k in kinds if k in _RANK), key=_RANK.__getitem__, default=Status.CLEAN)
-        return Status.CLEAN if worst is Status.MERGED else worst
+        if PortState.CONFLICT in kinds:
+            return PortState.CONFLICT
+        if all(k is PortState.UPSTREAM for k in kinds):
+            return PortState.UPSTREAM
+        worst = max(
+            (k for k in kinds if k in _RANK), key=_RANK.__getitem__, default=PortState.CLEAN
+        )
+        return PortState.CLEAN if worst is PortState.MERGED else worst
 
     @property
     def detail(self) -> str:
         parts = []
         for f in self.files:
-            if f.status is Status.OFFSET:
+            if f.status is PortState.OFFSET:
                 parts.append(f"{f.path}: offset {f.offset:+d}")
-            elif f.status is Status.MERGED:
+            elif f.status is PortState.MERGED:
                 parts.append(f"{f.path}: rewritten by three-way merge")
-            elif f.status is Status.UPSTREAM and self.status != Status.UPSTREAM:
+            elif f.status is PortState.UPSTREAM and self.status != PortState.UPSTREAM:
                 parts.append(f"{f.path}: already upstream")
-            elif f.status is Status.CONFLICT:
+            elif f.status is PortState.CONFLICT:
                 parts.append(f"{f.path}: {f.reason or 'conflict'}")
         return "; ".join(parts)
 
@@ -111,7 +113,7 @@ def _compiles(port: FilePort) -> FilePort:
         return port
     reason = f"applies as text, but the result does not compile: {error}"
     return FilePort(
-        port.path, Status.CONFLICT, before=port.before, conflict=port.after, reason=reason
+        port.path, PortState.CONFLICT, before=port.before, conflict=port.after, reason=reason
     )
 
 
@@ -123,10 +125,10 @@ def port_file(
         old_after = apply_file(old_before, fd).data
     except HunkMismatch as exc:
         return FilePort(
-            fd.path, Status.CONFLICT, reason=f"does not apply to the old version ({exc})"
+            fd.path, PortState.CONFLICT, reason=f"does not apply to the old version ({exc})"
         )
     if new_before is None and fd.kind != "create":
-        return FilePort(fd.path, Status.CONFLICT, reason="the new version has no such file")
+        return FilePort(fd.path, PortState.CONFLICT, reason="the new version has no such file")
     direct = None
     with contextlib.suppress(HunkMismatch):
         direct = apply_file(new_before, fd)
@@ -134,18 +136,18 @@ def port_file(
     conflicted = any(region[0] == "conflict" for region in m3.merge_regions())
     if direct is not None:
         moved = [o for o in direct.offsets if o]
-        status = Status.OFFSET if moved else Status.CLEAN
+        status = PortState.OFFSET if moved else PortState.CLEAN
         port = FilePort(fd.path, status, moved[0] if moved else 0, new_before, direct.data)
         return _compiles(port)
     if not conflicted:
         merged = _bytes(list(m3.merge_lines()))
         if merged == (new_before or b""):
-            return FilePort(fd.path, Status.UPSTREAM, before=new_before, after=new_before)
+            return FilePort(fd.path, PortState.UPSTREAM, before=new_before, after=new_before)
         after = None if fd.kind == "delete" and not merged else merged
-        return _compiles(FilePort(fd.path, Status.MERGED, before=new_before, after=after))
+        return _compiles(FilePort(fd.path, PortState.MERGED, before=new_before, after=after))
     ours, base, theirs = names
     marked = m3.merge_lines(name_a=ours, name_b=theirs, name_base=base, base_marker="|||||||")
-    return FilePort(fd.path, Status.CONFLICT, before=new_before, conflict=_bytes(list(marked)))
+    return FilePort(fd.path, PortState.CONFLICT, before=new_before, conflict=_bytes(list(marked)))
 
 
 def port_series(
@@ -164,7 +166,7 @@ def port_series(
             result.files.append(port_file(fd, old_cur.get(fd.path), new_cur.get(fd.path), names))
             with contextlib.suppress(HunkMismatch):
                 old_cur[fd.path] = apply_file(old_cur.get(fd.path), fd).data
-        if result.status is not Status.CONFLICT:
+        if result.status is not PortState.CONFLICT:
             for f in result.files:
                 new_cur[f.path] = f.after
         ported.append(result)

@@ -15,7 +15,7 @@ from compatkit.model import startup_code
 from compatkit.model.diff import FileDiff
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import hash_bytes
-from compatkit.model.results import Status
+from compatkit.model.results import DiffState, PatchState
 from compatkit.value import Value
 
 TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
@@ -123,7 +123,7 @@ class PatchStatus(Value):
     __slots__ = ("id", "status", "detail", "textual", "startup")
 
     def __init__(
-        self, id: str, status: Status, detail: str = "", textual: Status | None = None
+        self, id: str, status: PatchState, detail: str = "", textual: DiffState | None = None
     ) -> None:
         self.id = id
         self.status = status  # APPLIED, NOT_APPLIED, DRIFTED, EXCLUDED, OUTDATED, NOT_APPLICABLE
@@ -167,19 +167,21 @@ def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
             broken = _uncompilable(result.contents, patch.files)
             if broken:
                 detail = f"conflict: applies as text, but {broken} no longer compiles"
-                out.append(PatchStatus(patch.id, Status.NOT_APPLIED, detail, Status.CONFLICT))
+                out.append(
+                    PatchStatus(patch.id, PatchState.NOT_APPLIED, detail, DiffState.CONFLICT)
+                )
                 continue
             contents = result.contents
             moved = [o for offs in result.offsets[patch.id].values() for o in offs if o]
             detail = f"applies, offset {moved[0]:+d}" if moved else "applies cleanly"
-            textual = Status.APPLIES
+            textual = DiffState.APPLIES
         except SeriesConflict as exc:
             try:
                 apply_series(contents, pairs, reverse=True)
-                detail, textual = "its change is already present", Status.PRESENT
+                detail, textual = "its change is already present", DiffState.PRESENT
             except SeriesConflict:
-                detail, textual = f"conflict: {exc.mismatch.message}", Status.CONFLICT
-        out.append(PatchStatus(patch.id, Status.NOT_APPLIED, detail, textual))
+                detail, textual = f"conflict: {exc.mismatch.message}", DiffState.CONFLICT
+        out.append(PatchStatus(patch.id, PatchState.NOT_APPLIED, detail, textual))
     return out
 
 
@@ -192,7 +194,7 @@ def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus
             continue
         files = startup_code.files(patch)
         refused = [startup_code.reason(p, k) for p, k in files if p not in ps.startup_code]
-        if refused and s.status is Status.NOT_APPLIED and s.textual is Status.APPLIES:
+        if refused and s.status is PatchState.NOT_APPLIED and s.textual is DiffState.APPLIES:
             s.detail = "refused: " + "; ".join(refused)
         else:
             s.detail = "; ".join(filter(None, [s.detail, startup_code.marker(ps, patch)]))
@@ -212,7 +214,7 @@ def _statuses(
         mismatch = target_problem(ps, dist)
         problems = [mismatch] if mismatch else requirement_problems(ps, env, dist)
         if dist is None or problems:
-            return [PatchStatus(p.id, Status.NOT_APPLICABLE, problems[0]) for p in ps.patches]
+            return [PatchStatus(p.id, PatchState.NOT_APPLICABLE, problems[0]) for p in ps.patches]
         return textual_status(ps, dist)
     assert dist is not None
     drifted = _drifted_ids(dist, state)
@@ -220,20 +222,20 @@ def _statuses(
     out = []
     for patch in ps.patches:
         if patch.id in state.excluded:
-            out.append(PatchStatus(patch.id, Status.EXCLUDED, "left out with --exclude"))
+            out.append(PatchStatus(patch.id, PatchState.EXCLUDED, "left out with --exclude"))
         elif patch.id not in state.applied:
-            out.append(PatchStatus(patch.id, Status.NOT_APPLIED, "not in the applied version"))
+            out.append(PatchStatus(patch.id, PatchState.NOT_APPLIED, "not in the applied version"))
         elif patch.id in drifted:
-            out.append(PatchStatus(patch.id, Status.DRIFTED, "a file changed after the apply"))
+            out.append(PatchStatus(patch.id, PatchState.DRIFTED, "a file changed after the apply"))
         elif outdated:
             again = "build the wheel again" if state.built_in else "re-run apply"
             detail = f"{'built in' if state.built_in else 'applied'} {state.version}; {again}"
-            out.append(PatchStatus(patch.id, Status.OUTDATED, detail))
+            out.append(PatchStatus(patch.id, PatchState.OUTDATED, detail))
         elif state.built_in:
             detail = f"by the installed wheel {dist.name} {dist.version}"
-            out.append(PatchStatus(patch.id, Status.BUILT_IN, detail))
+            out.append(PatchStatus(patch.id, PatchState.BUILT_IN, detail))
         else:
             offs = [o for per in state.offsets.get(patch.id, {}).values() for o in per if o]
             detail = f"offset {offs[0]:+d}" if offs else ""
-            out.append(PatchStatus(patch.id, Status.APPLIED, detail))
+            out.append(PatchStatus(patch.id, PatchState.APPLIED, detail))
     return out

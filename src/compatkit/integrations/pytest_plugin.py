@@ -87,10 +87,10 @@ def _missing(registry: Any, names: list[str]) -> dict[str, list[str]]:
     """Per patchset verified, its patches that are not in place, each with its state."""
     from compatkit.env.target import Environment
     from compatkit.errors import CompatkitError
-    from compatkit.model.results import Status
+    from compatkit.model.results import PatchState
     from compatkit.ops.status import inspect_patchset
 
-    fine = {Status.APPLIED, Status.BUILT_IN, Status.EXCLUDED, Status.RUNTIME}
+    fine = {PatchState.APPLIED, PatchState.BUILT_IN, PatchState.EXCLUDED, PatchState.RUNTIME}
     found: dict[str, list[str]] = {}
     for name in names:
         try:

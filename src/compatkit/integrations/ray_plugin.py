@@ -121,7 +121,7 @@ def _apply(registry: Any, env: Any, name: str, owned: Path | None, allow: bool) 
 
 
 def _verify(registry: Any, env: Any, name: str) -> None:
-    from compatkit.model.results import Status
+    from compatkit.model.results import PatchState
     from compatkit.ops.status import inspect_patchset
     from compatkit.ops.verify import problems
 
@@ -129,7 +129,7 @@ def _verify(registry: Any, env: Any, name: str) -> None:
     if not found:
         return
     statuses = inspect_patchset(registry.get(name), env).statuses
-    missing = [f"{s.id} ({s.status})" for s in statuses if s.status is not Status.APPLIED]
+    missing = [f"{s.id} ({s.status})" for s in statuses if s.status is not PatchState.APPLIED]
     which = f": {', '.join(missing)}" if missing else ""
     raise CompatkitError(f"{name} is not applied in {env.executable}{which}", found)
 

@@ -3,7 +3,7 @@
 >>> cells = parse_matrix({"cell": [{"id": "a", "python": "3.11", "packages": ["x==1"],
 ...     "patchsets": ["p"], "expect": {"p": {"default": "applied/pass"}}}]}, "m")
 >>> cells[0].expected("p", "patch-1")
-(<Status.APPLIED: 'applied'>, 'pass')
+(<PatchState.APPLIED: 'applied'>, 'pass')
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compatkit.errors import PatchFormatError, UsageError
-from compatkit.model.results import MATRIX_STATES, Status
+from compatkit.model.results import MATRIX_STATES, MatrixState, SmokeState, matrix_state
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -22,7 +22,7 @@ else:  # pragma: no cover
 
 MODES = ("apply", "force", "upstream")
 STATES = tuple(str(s) for s in MATRIX_STATES)
-SMOKES = (str(Status.PASS), str(Status.FAIL), "any")
+SMOKES = (str(SmokeState.PASS), str(SmokeState.FAIL), "any")
 
 
 @dataclass(frozen=True)
@@ -35,14 +35,14 @@ class Cell:
     note: str = ""
     expect: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def expected(self, patchset: str, patch_id: str) -> tuple[Status, str] | None:
+    def expected(self, patchset: str, patch_id: str) -> tuple[MatrixState, str] | None:
         """The expected state and smoke verdict ("pass", "fail" or "any") of one patch."""
         table = self.expect.get(patchset, {})
         text = table.get(patch_id, table.get("default"))
         if text is None:
             return None
         state, _, smoke = text.partition("/")
-        return Status(state.strip()), (smoke.strip() or "any")
+        return matrix_state(state.strip()), (smoke.strip() or "any")
 
 
 def _check_expectation(text: str, where: str) -> None:

@@ -1,16 +1,24 @@
-"""One vocabulary for every result compatkit reports: the :class:`Status` enum.
+"""The states compatkit reports, one enum per domain.
 
-A patch in an environment (``status``, ``verify``, ``explain``), what its diff does to the
-files there (the textual oracle), where it stands against a newer release (``upstream``,
-``matrix``), how it ports by three-way merge (``rebase``) and what its smoke test says
-(``smoke``, ``prove``) are all members of one enum, so a result is compared by identity
-(``is Status.CONFLICT``), never by ``startswith`` on a message. Each member's value is the
-text users see and ``--json`` carries.
+- :class:`PatchState`: a patch in an environment (``status``, ``verify``, ``explain``);
+- :class:`PatchsetState`: a whole patchset there, the summary ``status`` shows;
+- :class:`DiffState`: what a patch's diff does to the files there (the textual oracle);
+- :class:`UpstreamState`: where a patch stands against a newer release (``upstream``);
+- :class:`PortState`: how it ports by three-way merge (``rebase``);
+- :class:`SmokeState`: what its smoke test says (``smoke``, ``prove``, ``matrix``);
+- :class:`Action`: what an ``apply`` or ``revert`` did.
 
->>> Status.NEEDS_PORT, f"{Status.NEEDS_PORT}", Status("needs port") is Status.NEEDS_PORT
-(<Status.NEEDS_PORT: 'needs port'>, 'needs port', True)
->>> Status.APPLIED in MATRIX_STATES, Status.PASS in MATRIX_STATES
-(True, False)
+A result is compared by identity (``is DiffState.CONFLICT``), never by ``startswith`` on a
+message, and a value of one domain is never taken for another's (mypy --strict checks it).
+Each member's value is the text users see and ``--json`` carries.
+
+>>> UpstreamState.NEEDS_PORT, f"{UpstreamState.NEEDS_PORT}", UpstreamState("needs port")
+(<UpstreamState.NEEDS_PORT: 'needs port'>, 'needs port', <UpstreamState.NEEDS_PORT: 'needs port'>)
+>>> matrix_state("applied"), PatchState.APPLIED in MATRIX_STATES
+(<PatchState.APPLIED: 'applied'>, True)
+>>> matrix_state("pass")
+Traceback (most recent call last):
+ValueError: 'pass' is not a matrix state
 """
 
 from __future__ import annotations
@@ -18,32 +26,10 @@ from __future__ import annotations
 from enum import Enum
 
 
-class Status(str, Enum):
-    # a patch in an environment
-    APPLIED = "applied"
-    BUILT_IN = "built in"  # applied by the installed wheel itself (compatkit wheel)
-    NOT_APPLIED = "not applied"
-    DRIFTED = "drifted"
-    EXCLUDED = "excluded"
-    OUTDATED = "outdated"
-    NOT_APPLICABLE = "not applicable"
-    RUNTIME = "applied (runtime)"  # served patched by runtime mode's import hook
-    # what its diff does to the files there
-    APPLIES = "applies"
-    PRESENT = "already present"
-    CONFLICT = "conflict"
-    # against a newer release (upstream, matrix)
-    UPSTREAM = "upstream"
-    STILL_NEEDED = "still needed"
-    NEEDS_PORT = "needs port"
-    REMOVED_UPSTREAM = "removed upstream"  # its files are gone from the release: retire it
-    # a port by three-way merge (rebase; CONFLICT and UPSTREAM too)
-    CLEAN = "clean"
-    OFFSET = "offset"
-    MERGED = "merged"
-    # a smoke test
-    PASS = "pass"
-    FAIL = "fail"
+class _State(str, Enum):
+    """A state whose ``str()`` and format are its value, the text users see."""
+
+    _value_: str
 
     def __str__(self) -> str:
         return self.value
@@ -52,11 +38,91 @@ class Status(str, Enum):
         return format(self.value, spec)
 
 
-MATRIX_STATES = (
-    Status.APPLIED,
-    Status.UPSTREAM,
-    Status.STILL_NEEDED,
-    Status.NEEDS_PORT,
-    Status.REMOVED_UPSTREAM,
-    Status.NOT_APPLICABLE,
+class PatchState(_State):
+    """A patch in an environment."""
+
+    APPLIED = "applied"
+    BUILT_IN = "built in"  # applied by the installed wheel itself (compatkit wheel)
+    NOT_APPLIED = "not applied"
+    DRIFTED = "drifted"
+    EXCLUDED = "excluded"
+    OUTDATED = "outdated"
+    NOT_APPLICABLE = "not applicable"
+    RUNTIME = "applied (runtime)"  # served patched by runtime mode's import hook
+
+
+class PatchsetState(_State):
+    """A whole patchset in an environment, from its patches' states (``status``'s summary)."""
+
+    APPLIED = "applied"
+    BUILT_IN = "applied (built in)"
+    NOT_APPLICABLE = "not applicable"
+    DRIFTED = "drifted"
+    PARTLY_APPLIED = "partly applied"  # some patches left out with --exclude
+    OUTDATED = "outdated"
+    PARTLY_PRESENT = "partly applied (without compatkit)"
+    PRESENT = "already present"
+    NOT_APPLIED = "not applied"
+
+
+class DiffState(_State):
+    """What a patch's diff does to the files it touches."""
+
+    APPLIES = "applies"
+    PRESENT = "already present"
+    CONFLICT = "conflict"
+
+
+class UpstreamState(_State):
+    """Where a patch stands against a newer release (``upstream``, ``matrix``)."""
+
+    UPSTREAM = "upstream"
+    STILL_NEEDED = "still needed"
+    NEEDS_PORT = "needs port"
+    REMOVED_UPSTREAM = "removed upstream"  # its files are gone from the release: retire it
+
+
+class PortState(_State):
+    """How a patch (or one file of it) ports by three-way merge (``rebase``)."""
+
+    CLEAN = "clean"
+    OFFSET = "offset"
+    MERGED = "merged"
+    UPSTREAM = "upstream"
+    CONFLICT = "conflict"
+
+
+class SmokeState(_State):
+    """A smoke test's verdict."""
+
+    PASS = "pass"
+    FAIL = "fail"
+
+
+class Action(_State):
+    """What an ``apply`` or ``revert`` did."""
+
+    APPLIED = "applied"
+    DRY_RUN = "dry-run"
+    REVERTED = "reverted"
+    NONE = "none"  # nothing to do: already applied, or nothing to revert
+
+
+MatrixState = PatchState | UpstreamState  # what a matrix cell expects of a patch
+
+MATRIX_STATES: tuple[MatrixState, ...] = (
+    PatchState.APPLIED,
+    UpstreamState.UPSTREAM,
+    UpstreamState.STILL_NEEDED,
+    UpstreamState.NEEDS_PORT,
+    UpstreamState.REMOVED_UPSTREAM,
+    PatchState.NOT_APPLICABLE,
 )
+
+
+def matrix_state(text: str) -> MatrixState:
+    """The matrix state whose value is ``text``; ValueError if none."""
+    for state in MATRIX_STATES:
+        if state.value == text:
+            return state
+    raise ValueError(f"{text!r} is not a matrix state")

@@ -11,6 +11,7 @@ from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patchset
+from compatkit.model.results import Action
 from compatkit.ops.revert import built_in_refusal
 from compatkit.value import Value
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class ApplyResult(Value):
-    """What an apply did: ``action`` is "none" (already applied), "dry-run" or "applied".
+    """What an apply did: ``action`` is NONE (already applied), DRY_RUN or APPLIED.
 
     A slotted class, not a dataclass: ``dataclasses`` imports ``inspect`` (≈ 18 ms of the fixed
     cost of every apply, benchmark P5)."""
@@ -31,7 +32,7 @@ class ApplyResult(Value):
         self,
         patchset: Patchset,
         dist: Dist,
-        action: str,
+        action: Action,
         state: State,
         replaced: State | None = None,  # the applied version this one replaced
         files: dict[str, dict[str, Any]] | None = None,  # path -> patches, offsets
@@ -79,7 +80,7 @@ def apply_patchset(
             drift = state_problems(dist, state)
             if drift:
                 raise CompatkitError(f"{ps.name} is applied but has drifted", drift)
-            return ApplyResult(ps, dist, "none", state, recovered=s.recovered)
+            return ApplyResult(ps, dist, Action.NONE, state, recovered=s.recovered)
         if state and state.built_in:
             why = built_in_refusal(ps.name, dist, "apply")
             raise CompatkitError(f"{why}, or build the wheel again with compatkit wheel")
@@ -96,7 +97,7 @@ def apply_patchset(
             raise
         changes = ov.changes()
         files = _report(plan.state.offsets, plan.result.touched_by)
-        action = "dry-run" if dry_run else "applied"
+        action = Action.DRY_RUN if dry_run else Action.APPLIED
         if not dry_run:
             s.commit(changes)
     return ApplyResult(ps, dist, action, plan.state, state, files, len(changes), s.recovered)

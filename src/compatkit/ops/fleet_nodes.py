@@ -15,25 +15,26 @@ from pathlib import Path
 from typing import Any
 
 from compatkit.errors import CompatkitError
-from compatkit.model.results import Status
+from compatkit.model.results import Action, PatchsetState, PatchState
 
 
 @dataclass(frozen=True)
 class PatchRow:
     id: str
-    status: Status
+    status: PatchState
     detail: str
 
 
 @dataclass
 class PatchsetOnNode:
-    """One patchset on one node: ``action`` is what apply/revert did ("applied", "none", ...)."""
+    """One patchset on one node: ``action`` is what apply/revert did (APPLIED, NONE, ...),
+    ``summary`` its state there afterwards (None: an error came first)."""
 
     name: str
-    summary: str
+    summary: PatchsetState | None
     patches: list[PatchRow] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    action: str | None = None
+    action: Action | None = None
 
     @property
     def ok(self) -> bool:
@@ -94,7 +95,7 @@ def node_run(
 def _one(verb: str, registry: Any, env: Any, name: str, force: bool) -> PatchsetOnNode:
     from compatkit.ops.status import inspect_patchset
 
-    result = PatchsetOnNode(name, "")
+    result = PatchsetOnNode(name, None)
     try:
         if verb == "verify":
             from compatkit.ops.verify import problems
@@ -107,7 +108,8 @@ def _one(verb: str, registry: Any, env: Any, name: str, force: bool) -> Patchset
         elif verb == "revert":
             from compatkit.ops.revert import revert_patchset
 
-            result.action = "reverted" if revert_patchset(registry, env, name).state else "none"
+            reverted = revert_patchset(registry, env, name).state
+            result.action = Action.REVERTED if reverted else Action.NONE
         found = inspect_patchset(registry.get(name), env)
     except CompatkitError as exc:
         said = exc.message if exc.message.startswith(f"{name}:") else f"{name}: {exc.message}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compatkit.model.results import Action
 from compatkit.ops.fleet_nodes import FleetResult, NodeReport, run_on
 
 UNKNOWN = (
@@ -50,7 +51,7 @@ def applied_by_run(node: NodeReport) -> list[str]:
     """The patchsets this run applied on ``node``, newest first (the order to revert them)."""
     if node.answer is None:
         return []
-    return [ps.name for ps in reversed(node.answer.patchsets) if ps.action == "applied"]
+    return [ps.name for ps in reversed(node.answer.patchsets) if ps.action is Action.APPLIED]
 
 
 def _as_left(node: NodeReport) -> str:

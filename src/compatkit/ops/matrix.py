@@ -4,10 +4,12 @@ A cell works in its own environment (compatkit's, or ``--python``): it starts fr
 install, then per mode: ``apply`` (refused: not applicable) or ``force`` applies what applies,
 verifies, runs the smoke tests and reverts; ``upstream`` classifies each patch on the
 unpatched release (:mod:`compatkit.ops.upstream`). Every entry carries its ``status`` (a
-:class:`~compatkit.model.results.Status`) beside the text shown in the report.
+:class:`~compatkit.model.results.MatrixState`) beside the text shown in the report.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from compatkit.env.checks import requirement_problems, textual_status
 from compatkit.env.state import load_state
@@ -17,7 +19,14 @@ from compatkit.load.registry import Registry
 from compatkit.model.matrix import Cell
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import hash_bytes
-from compatkit.model.results import Status
+from compatkit.model.results import (
+    DiffState,
+    MatrixState,
+    PatchState,
+    SmokeState,
+    UpstreamState,
+    matrix_state,
+)
 from compatkit.ops import verify
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
@@ -37,7 +46,9 @@ def fingerprint(env: Environment, ps: Patchset) -> dict[str, str | None]:
     return {p: (hash_bytes(d) if (d := dist.read(p)) is not None else None) for p in paths}
 
 
-def _entry(pid: str, status: Status, shown: str, detail: str, smoke: Status, why: str) -> Entry:
+def _entry(
+    pid: str, status: MatrixState, shown: str, detail: str, smoke: SmokeState, why: str
+) -> Entry:
     return {
         "id": pid,
         "status": status,
@@ -49,7 +60,7 @@ def _entry(pid: str, status: Status, shown: str, detail: str, smoke: Status, why
 
 
 def _smoke_entries(
-    ps: Patchset, env: Environment, states: dict[str, tuple[Status, str, str]]
+    ps: Patchset, env: Environment, states: Mapping[str, tuple[MatrixState, str, str]]
 ) -> list[Entry]:
     """``states``: patch id -> (status, text shown for it, detail); in series order."""
     _, smoke = run_smoke(ps, env, select(ps, []), show_output=False)
@@ -60,16 +71,16 @@ def _smoke_entries(
     ]
 
 
-def _applied_states(env: Environment, ps: Patchset) -> dict[str, tuple[Status, str, str]]:
+def _applied_states(env: Environment, ps: Patchset) -> dict[str, tuple[MatrixState, str, str]]:
     state = load_state(env.require(ps.distribution), ps.name)
     assert state is not None
-    out = {}
+    out: dict[str, tuple[MatrixState, str, str]] = {}
     for p in ps.patches:
         if p.id in state.excluded:
             continue
         moved = [o for offs in state.offsets.get(p.id, {}).values() for o in offs if o]
-        shown = f"{Status.APPLIED} (offset {moved[0]:+d})" if moved else ""
-        out[p.id] = (Status.APPLIED, shown, "")
+        shown = f"{PatchState.APPLIED} (offset {moved[0]:+d})" if moved else ""
+        out[p.id] = (PatchState.APPLIED, shown, "")
     return out
 
 
@@ -78,20 +89,17 @@ def _apply_what_applies(
 ) -> list[Entry]:
     """Apply the patchset (or the part of it that applies); smoke; revert."""
     texts = {s.id: s for s in textual_status(ps, env.require(ps.distribution))}
-    skip = [pid for pid, t in texts.items() if t.textual is not Status.APPLIES]
-    states = {
-        pid: (
-            Status.UPSTREAM if texts[pid].textual is Status.PRESENT else Status.NEEDS_PORT,
-            "",
-            texts[pid].detail,
-        )
+    skip = [pid for pid, t in texts.items() if t.textual is not DiffState.APPLIES]
+    present, port = UpstreamState.UPSTREAM, UpstreamState.NEEDS_PORT
+    states: dict[str, tuple[MatrixState, str, str]] = {
+        pid: (present if texts[pid].textual is DiffState.PRESENT else port, "", texts[pid].detail)
         for pid in skip
     }
     try:
         apply_patchset(registry, env, ps.name, skip, force=force)
     except CompatkitError as exc:
         rest = [p.id for p in ps.patches if p.id not in skip]
-        states.update({pid: (Status.NEEDS_PORT, "", exc.message) for pid in rest})
+        states.update({pid: (UpstreamState.NEEDS_PORT, "", exc.message) for pid in rest})
         return _smoke_entries(ps, env, states)
     try:
         problems = [] if skip else verify.problems(registry, env, ps.name)
@@ -112,10 +120,10 @@ def run_patchset(registry: Registry, env: Environment, ps: Patchset, mode: str) 
     problems = requirement_problems(ps, env, dist)
     if dist is None:
         why = "target not installed"
-        na = Status.NOT_APPLICABLE
-        return [_entry(p.id, na, "", problems[0], Status.FAIL, why) for p in ps.patches]
+        na = PatchState.NOT_APPLICABLE
+        return [_entry(p.id, na, "", problems[0], SmokeState.FAIL, why) for p in ps.patches]
     if problems and mode == "apply":
-        states = {p.id: (Status.NOT_APPLICABLE, "", problems[0]) for p in ps.patches}
+        states = {p.id: (PatchState.NOT_APPLICABLE, "", problems[0]) for p in ps.patches}
         return _smoke_entries(ps, env, states)
     return _apply_what_applies(registry, env, ps, mode == "force")
 
@@ -129,7 +137,7 @@ def mismatches(cell: Cell, results: dict[str, list[Entry]]) -> list[str]:
             if want is None:
                 continue
             state, smoke = want
-            status = Status(e.get("status") or e["state"].partition(" (")[0])
+            status = matrix_state(e.get("status") or e["state"].partition(" (")[0])
             if status is not state or smoke not in ("any", e["smoke"]):
                 why = e.get("reason") or e.get("detail") or ""
                 found.append(

@@ -18,13 +18,13 @@ from compatkit.env.state import load_state
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
-from compatkit.model.results import Status
+from compatkit.model.results import SmokeState
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
 from compatkit.ops.smoke import SmokeResult, require_pytest, run_smoke, select
 from compatkit.value import Value
 
-EXPECTED = (Status.FAIL, Status.FAIL, Status.PASS)
+EXPECTED = (SmokeState.FAIL, SmokeState.FAIL, SmokeState.PASS)
 
 
 class Proof(Value):
@@ -92,9 +92,9 @@ def prove_patchset(
     proofs = []
     for p in patches:
         others = {y: runs[p.id] for y, runs in without.items() if runs is not None and y != p.id}
-        failed = [y for y, r in others.items() if r.verdict is Status.FAIL]
+        failed = [y for y, r in others.items() if r.verdict is SmokeState.FAIL]
         # a test that fails with the whole series too fails for its own reason, not a need's
-        passes = patched[p.id].verdict is Status.PASS
+        passes = patched[p.id].verdict is SmokeState.PASS
         missing = tuple(y for y in failed if passes and y not in p.smoke_needs)
         unused = tuple(y for y in p.smoke_needs if y in others and y not in failed)
         own = without[p.id]

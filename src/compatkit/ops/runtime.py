@@ -20,7 +20,7 @@ from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load import cache
 from compatkit.load.registry import Registry
-from compatkit.model.results import Status
+from compatkit.model.results import PatchState
 from compatkit.runtime import folder as trust
 from compatkit.runtime import install as disk
 from compatkit.runtime.integrity import damage, served
@@ -234,9 +234,9 @@ def _check_set(
         bad = [p for f in mine if (p := broken[f["relpath"]])]
         problems += [f"{name} {patch_id}: {b}; the hook refuses to import it" for b in bad]
         if bad or problems:
-            statuses.append(PatchStatus(patch_id, Status.DRIFTED, (bad or problems)[0]))
+            statuses.append(PatchStatus(patch_id, PatchState.DRIFTED, (bad or problems)[0]))
         else:
-            statuses.append(PatchStatus(patch_id, Status.RUNTIME, f"served from {root}"))
+            statuses.append(PatchStatus(patch_id, PatchState.RUNTIME, f"served from {root}"))
     unique = sorted(set(problems), key=problems.index)
     return RuntimeCheck(name, str(ps["version"]), statuses, unique)
 

@@ -16,7 +16,7 @@ from compatkit.env.state import load_state
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.patchset import Patch, Patchset
-from compatkit.model.results import Status
+from compatkit.model.results import SmokeState
 
 
 def select(ps: Patchset, ids: list[str]) -> list[Patch]:
@@ -68,7 +68,7 @@ def install_hint(python: str, package: str) -> str:
 
 @dataclass(frozen=True)
 class SmokeResult:
-    verdict: Status  # PASS or FAIL
+    verdict: SmokeState
     tests: list[str]  # outcome of each test case
     reason: str = ""  # the first failure's message, one line
     blocked_by: tuple[str, ...] = ()  # Smoke-Needs patches not applied here (see run_smoke)
@@ -137,7 +137,7 @@ def run_smoke(
     for p in selected:
         cases = outcomes.get(Path(p.fields["smoke-test"]).name, [])
         passed = cases and all(o == "pass" for o, _ in cases)
-        verdict = Status.PASS if passed else Status.FAIL
+        verdict = SmokeState.PASS if passed else SmokeState.FAIL
         reason = next((m for o, m in cases if o != "pass"), "" if cases else "no test ran")
         error = exception_line(reason)
         results[p.id] = SmokeResult(verdict, [o for o, _ in cases], reason, error=error)
@@ -156,9 +156,11 @@ def _blocked(
         patch = ps.patch(pid)
         needs = patch.smoke_needs if patch is not None else []
         missing = tuple(
-            n for n in needs if n not in applied and results.get(n, r).verdict is not Status.PASS
+            n
+            for n in needs
+            if n not in applied and results.get(n, r).verdict is not SmokeState.PASS
         )
-        if r.verdict is Status.FAIL and missing:
+        if r.verdict is SmokeState.FAIL and missing:
             why = (
                 f"blocked: needs {', '.join(missing)} applied to reach the code {pid} fixes "
                 f"(not applied here), so this may be their failure, not {pid}'s; it failed "

@@ -7,7 +7,7 @@ from compatkit.env.session import Session
 from compatkit.env.state import State, load_state
 from compatkit.env.target import Dist, Environment
 from compatkit.model.patchset import Patchset
-from compatkit.model.results import Status
+from compatkit.model.results import DiffState, PatchsetState, PatchState
 from compatkit.value import Value
 
 
@@ -24,7 +24,7 @@ class Inspection(Value):
         self.patchset, self.dist, self.state, self.statuses = patchset, dist, state, statuses
 
     @property
-    def summary(self) -> str:
+    def summary(self) -> PatchsetState:
         return summarize(self.statuses)
 
 
@@ -37,30 +37,31 @@ def inspect_patchset(ps: Patchset, env: Environment) -> Inspection:
     return Inspection(ps, dist, state, patch_statuses(ps, env, dist, state))
 
 
-def summarize(statuses: list[PatchStatus]) -> str:
+def summarize(statuses: list[PatchStatus]) -> PatchsetState:
     """One phrase for the whole patchset, from its patches' statuses."""
     kinds = [s.status for s in statuses]
-    if kinds and all(k is Status.BUILT_IN for k in kinds):
-        return "applied (built in)"
-    if kinds and all(k is Status.APPLIED for k in kinds):
-        return "applied"
-    if kinds and all(k is Status.NOT_APPLICABLE for k in kinds):
-        return "not applicable"
-    if Status.DRIFTED in kinds:
-        return "drifted"
-    if Status.APPLIED in kinds or Status.BUILT_IN in kinds or Status.OUTDATED in kinds:
-        return "partly applied" if Status.EXCLUDED in kinds else "outdated"
-    present = [s for s in statuses if s.textual is Status.PRESENT]
+    if kinds and all(k is PatchState.BUILT_IN for k in kinds):
+        return PatchsetState.BUILT_IN
+    if kinds and all(k is PatchState.APPLIED for k in kinds):
+        return PatchsetState.APPLIED
+    if kinds and all(k is PatchState.NOT_APPLICABLE for k in kinds):
+        return PatchsetState.NOT_APPLICABLE
+    if PatchState.DRIFTED in kinds:
+        return PatchsetState.DRIFTED
+    if PatchState.APPLIED in kinds or PatchState.BUILT_IN in kinds or PatchState.OUTDATED in kinds:
+        excluded = PatchState.EXCLUDED in kinds
+        return PatchsetState.PARTLY_APPLIED if excluded else PatchsetState.OUTDATED
+    present = [s for s in statuses if s.textual is DiffState.PRESENT]
     if present and len(present) < len(statuses):
-        return "partly applied (without compatkit)"
-    return "already present" if present else "not applied"
+        return PatchsetState.PARTLY_PRESENT
+    return PatchsetState.PRESENT if present else PatchsetState.NOT_APPLIED
 
 
-def where(ps: Patchset, env: Environment) -> tuple[Dist | None, Status]:
+def where(ps: Patchset, env: Environment) -> tuple[Dist | None, PatchState]:
     """For ``list``: APPLIED, BUILT_IN, NOT_APPLIED or NOT_APPLICABLE, without the lock."""
     dist = env.find(ps.distribution)
     state = load_state(dist, ps.name) if dist is not None else None
     if state is not None:
-        return dist, Status.BUILT_IN if state.built_in else Status.APPLIED
+        return dist, PatchState.BUILT_IN if state.built_in else PatchState.APPLIED
     problems = requirement_problems(ps, env, dist)
-    return dist, Status.NOT_APPLICABLE if problems else Status.NOT_APPLIED
+    return dist, PatchState.NOT_APPLICABLE if problems else PatchState.NOT_APPLIED

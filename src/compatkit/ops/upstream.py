@@ -34,15 +34,15 @@ from compatkit.env.checks import textual_status
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.patchset import Patch, Patchset
-from compatkit.model.results import Status
+from compatkit.model.results import DiffState, SmokeState, UpstreamState
 from compatkit.ops.smoke import run_smoke, select
 
 
 @dataclass(frozen=True)
 class Verdict:
     id: str
-    state: Status  # UPSTREAM, STILL_NEEDED, NEEDS_PORT, REMOVED_UPSTREAM
-    smoke: Status  # PASS or FAIL
+    state: UpstreamState
+    smoke: SmokeState
     textual: str  # applies cleanly / applies, offset N / its change is already present / conflict
     reason: str = ""
     error: str = ""  # the smoke test's own first failure (the exception line), if it failed
@@ -58,16 +58,16 @@ def classify(ps: Patchset, env: Environment) -> list[Verdict]:
         result, text = smoke[patch.id], texts[patch.id]
         reason, detail = result.reason, text.detail
         gone = removed_files(patch, dist)
-        if result.verdict is Status.PASS:
-            state = Status.UPSTREAM
+        if result.verdict is SmokeState.PASS:
+            state = UpstreamState.UPSTREAM
         elif gone:
-            state, reason = Status.REMOVED_UPSTREAM, result.error
+            state, reason = UpstreamState.REMOVED_UPSTREAM, result.error
             detail = f"{', '.join(gone)} no longer in {dist.name} {dist.version}"
-        elif text.textual is Status.CONFLICT:
-            state = Status.NEEDS_PORT
+        elif text.textual is DiffState.CONFLICT:
+            state = UpstreamState.NEEDS_PORT
         else:
-            state = Status.STILL_NEEDED
-        error = "" if result.verdict is Status.PASS else result.error
+            state = UpstreamState.STILL_NEEDED
+        error = "" if result.verdict is SmokeState.PASS else result.error
         verdicts.append(Verdict(patch.id, state, result.verdict, detail, reason, error))
     return verdicts
 

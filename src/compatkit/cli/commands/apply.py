@@ -13,6 +13,7 @@ from compatkit.load.config import ProjectConfig
 from compatkit.load.registry import Registry
 from compatkit.model import startup_code
 from compatkit.model.patchset import Patchset
+from compatkit.model.results import Action
 from compatkit.ops.apply import ApplyResult, apply_patchset
 from compatkit.ops.project import select
 
@@ -42,12 +43,12 @@ def apply_project(
 
 def render(result: ApplyResult, out: Output) -> int:
     ps, dist, state = result.patchset, result.dist, result.state
-    dry_run = result.action == "dry-run"
+    dry_run = result.action is Action.DRY_RUN
     out.doc.update(patchset=ps.name, version=ps.version, distribution=dist.name, dry_run=dry_run)
     if result.recovered:
         out.line("recovered an interrupted compatkit run: its changes were rolled back")
-    if result.action == "none":
-        out.doc.update(ok=True, action="none", applied=state.applied)
+    if result.action is Action.NONE:
+        out.doc.update(ok=True, action=Action.NONE, applied=state.applied)
         out.line(f"{ps.name} {ps.version} is already applied to {dist.name} {dist.version}")
         return 0
     replaced = result.replaced

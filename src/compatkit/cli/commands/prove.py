@@ -12,7 +12,7 @@ from compatkit.cli.outputs import output_dir
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
-from compatkit.model.results import Status
+from compatkit.model.results import SmokeState
 from compatkit.ops.prove import Proof, prove_patchset
 from compatkit.ops.smoke import SmokeResult
 
@@ -20,7 +20,7 @@ from compatkit.ops.smoke import SmokeResult
 def _cell(result: SmokeResult | None) -> str:
     if result is None:
         return "n/a"
-    return result.verdict + (f" ({result.reason})" if result.verdict is Status.FAIL else "")
+    return result.verdict + (f" ({result.reason})" if result.verdict is SmokeState.FAIL else "")
 
 
 def prove(

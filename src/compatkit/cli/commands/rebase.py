@@ -22,7 +22,7 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.load import authoring
 from compatkit.load.registry import Registry, bundled_dirs
 from compatkit.model.patchset import Patch, Patchset
-from compatkit.model.results import Status
+from compatkit.model.results import PortState
 
 
 def _new_version(ps: Patchset, to: str) -> str:
@@ -63,11 +63,11 @@ def _write(
     series, conflicts = [], {}
     for entry, patch, port in zip(ps.series, ps.patches, ports, strict=True):
         header = _header(patch)
-        if port.status is Status.UPSTREAM:
+        if port.status is PortState.UPSTREAM:
             authoring.write_new(dest / "retired" / Path(entry).name, patch.path.read_text())
             continue
         series.append(entry)
-        if port.status is not Status.CONFLICT:
+        if port.status is not PortState.CONFLICT:
             authoring.write_new(dest / entry, header + port.diff())
             continue
         paths = []
@@ -148,7 +148,7 @@ def rebase(
     )
     counts = {
         str(s): sum(p.status is s for p in ports)
-        for s in (Status.CLEAN, Status.OFFSET, Status.UPSTREAM, Status.CONFLICT)
+        for s in (PortState.CLEAN, PortState.OFFSET, PortState.UPSTREAM, PortState.CONFLICT)
     }
     out.line(", ".join(f"{n} {s}" for s, n in counts.items()))
     if conflicts:

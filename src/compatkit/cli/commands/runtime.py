@@ -8,7 +8,7 @@ from compatkit.cli.output import Output
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
-from compatkit.model.results import Status
+from compatkit.model.results import PatchState
 from compatkit.ops import runtime as ops
 
 
@@ -65,7 +65,7 @@ def verify(registry: Registry, root: Path, out: Output) -> int:
     out.doc.update(ok=not problems, runtime=str(root), patchsets=names, problems=problems)
     if problems:
         raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
-    served = sum(s.status is Status.RUNTIME for c in checks for s in c.statuses)
+    served = sum(s.status is PatchState.RUNTIME for c in checks for s in c.statuses)
     out.line(
         f"verified: {', '.join(names)} applied at import time by {root} ({served} patches); "
         "every installed file is the one they were prepared for",

@@ -6,7 +6,7 @@ from compatkit.cli.output import Output
 from compatkit.env.state import load_state
 from compatkit.env.target import Environment
 from compatkit.load.registry import Registry
-from compatkit.model.results import Status
+from compatkit.model.results import SmokeState
 from compatkit.ops.smoke import require_pytest, run_smoke, select
 
 
@@ -38,7 +38,7 @@ def smoke(
         ]
         for pid, r in results.items()
     ]
-    ok = code == 0 and all(r.verdict is Status.PASS for r in results.values())
+    ok = code == 0 and all(r.verdict is SmokeState.PASS for r in results.values())
     out.doc.update(
         ok=ok,
         patchset=ps.name,

@@ -8,6 +8,7 @@ from compatkit.cli.output import Output
 from compatkit.env.checks import constraint_problems
 from compatkit.env.target import Dist, Environment
 from compatkit.load.registry import Registry
+from compatkit.model.results import PatchsetState
 from compatkit.ops.status import inspect_patchset, where
 
 
@@ -57,7 +58,8 @@ def status(
             out.line(f"{ps.name}: {line}", style="red")
         if dist is not None and "ck." in dist.version:  # a patched wheel?
             wheels.append(ps.distribution)
-            _wheel_hint(out, dist, ps.target, state is None and summary == "not applicable")
+            stale = state is None and summary is PatchsetState.NOT_APPLICABLE
+            _wheel_hint(out, dist, ps.target, stale)
     if pyproject is not None and wheels:
         from compatkit.delivery.wheelpin import project_mismatches
 

@@ -19,7 +19,7 @@ from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patchset
-from compatkit.model.results import Status
+from compatkit.model.results import UpstreamState
 from compatkit.ops.smoke import require_pytest
 from compatkit.ops.upstream import against_newest, classify, throwaway_env
 
@@ -82,7 +82,7 @@ def upstream(
             for v in verdicts
         ],
     )
-    for state in (Status.UPSTREAM, Status.REMOVED_UPSTREAM):
+    for state in (UpstreamState.UPSTREAM, UpstreamState.REMOVED_UPSTREAM):
         gone = [v.id for v in verdicts if v.state is state]
         out.line(
             f"{len(gone)}/{len(verdicts)} patches are {state} in {dist.name} {dist.version}"
