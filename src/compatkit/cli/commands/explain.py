@@ -7,7 +7,6 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
-from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patch, Patchset
@@ -23,7 +22,11 @@ AHEAD = 1.5  # the best is explained in full when it beats every other id by thi
 SHOWN = 5
 
 if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
     from compatkit.engine.search import Candidate
+    from compatkit.env.target import Environment
 
 Match = tuple[Patchset, Patch]
 
@@ -128,13 +131,13 @@ def _one_story_per_id(
     """One (patchset, patch) per patch id, with every patchset that carries that id: the
     first that fits here (target and requirements), else the first whose target is
     installed, else the first by name, tells the story."""
-    from compatkit.env.checks import requirement_problems
+    from compatkit.ops.inspect import fits
 
     def rank(match: Match) -> int:
         dist = env.find(match[0].distribution)
         if dist is None:
             return 2
-        return 1 if requirement_problems(match[0], env, dist) else 0
+        return 0 if fits(match[0], env, dist) else 1
 
     by_id: dict[str, list[Match]] = {}
     for ps, patch in matches:
@@ -226,3 +229,7 @@ def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
             out.renderable(Padding(Text(body), (0, 0, 0, 2)))
     diff = patch.diff_text.strip("\n")
     out.renderable(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    return explain(ctx.registry, ctx.env, args.query, ctx.out)
