@@ -303,3 +303,62 @@ def test_noxfile_docstring_lists_every_session() -> None:
     unlisted = [s.name for s in sessions if not re.search(rf"\b{s.name}\b", listed)]
     assert not undocumented, f"sessions without a docstring: {undocumented}"
     assert not unlisted, f"sessions the noxfile's docstring does not list: {unlisted}"
+
+
+FORBIDDEN_IN_COMMANDS = ("compatkit.env", "compatkit.atomic")
+
+
+def _runtime_imports(path: Path) -> list[tuple[int, str]]:
+    """Every module ``path`` imports (line, name), except under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            typing_only |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def use_cases_in(folder: Path) -> list[str]:
+    """Each import of a command module that does work a use case does (compatkit.env,
+    compatkit.atomic, a transaction), as "file:line name"."""
+    return [
+        f"{path.name}:{line} {name}"
+        for path in sorted(folder.glob("*.py"))
+        for line, name in _runtime_imports(path)
+        if name.startswith(FORBIDDEN_IN_COMMANDS) or ".txn" in name
+    ]
+
+
+def test_commands_only_read_arguments_and_render() -> None:
+    """Issue 35: a command module calls one operation and renders its result; the use case
+    (sessions, transactions, atomic writes) lives in ops/."""
+    found = use_cases_in(SRC / "compatkit" / "cli" / "commands")
+    assert not found, f"use-case imports in cli/commands/: {found}"
+
+
+def test_a_use_case_import_in_a_command_is_found(tmp_path: Path) -> None:
+    (tmp_path / "verb.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from compatkit.env.target import Environment\n"
+        "def run():\n    from compatkit import atomic\n    from compatkit.env import txn\n"
+    )
+    assert use_cases_in(tmp_path) == ["verb.py:5 compatkit.atomic", "verb.py:6 compatkit.env.txn"]
+
+
+def test_every_command_module_exports_run() -> None:
+    """One command protocol: the table names a module for every command, and it has run()."""
+    import importlib
+
+    from compatkit.cli import table
+
+    for name in table.COMMANDS:
+        module = importlib.import_module(table.module(name))
+        assert callable(getattr(module, "run", None)), name

@@ -14,6 +14,7 @@ from compatkit.env import state as state_module
 from compatkit.env.state import State
 from compatkit.env.target import Dist, Environment
 from compatkit.load.registry import Registry
+from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
 from conftest import Demo
 from route import Route, trace
@@ -61,3 +62,22 @@ def test_revert_reads_each_state_file_once(demo: Demo, monkeypatch: pytest.Monke
     assert result.state is not None
     assert sorted(reads) == sorted(set(reads)), reads
     assert not os.path.exists(demo.venv.site / "demo-1.0.dist-info" / "compatkit" / "demo-fix.json")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 35: apply enters 18 modules today (loading: load.registry, trust, validate, "
+    "cache, cachedir; load.diffcache; env.disk), the goal is 12",
+)
+def test_apply_goes_down_once_and_comes_back(demo: Demo) -> None:
+    """Issue 35: apply's route, traced as revert's, enters at most 12 modules."""
+    registry = Registry([demo.patchsets])
+    env = Environment.for_python(demo.venv.python)
+    result, route = trace(apply_patchset, registry, env, "demo-fix", [])
+    assert getattr(result, "action", None) == "applied"
+    shown = route.shown()
+    assert len(route.modules) <= 12, shown
+    entries = route.entries
+    first = {m: entries.index(m) for m in reversed(entries)}
+    steps = ["compatkit.env.lock", "compatkit.env.plan", "compatkit.env.txn"]
+    assert [first[m] for m in steps] == sorted(first[m] for m in steps), shown

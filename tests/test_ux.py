@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.cli.commands.matrix_report import report
 from compatkit.cli.output import plain_table
+from compatkit.ops.matrix_report import report
 from conftest import Demo, run_cli
 
 

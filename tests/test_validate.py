@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.cli.commands.lint import lint_patchset
 from compatkit.delivery.wheels import WheelSource
 from compatkit.errors import PatchFormatError
 from compatkit.load.validate import KEYS, load_patchset, validate
+from compatkit.ops.lint import lint_patchset
 from conftest import Demo, write_patchset
 
 

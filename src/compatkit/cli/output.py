@@ -4,7 +4,7 @@ rich is imported only when stdout is a terminal: hooks and CI jobs, which read c
 through a pipe, get aligned plain text and do not pay rich's import time (benchmark P1).
 
 >>> out = Output(json_mode=True)
->>> out.doc["ok"] = True
+>>> out.result({"ok": True})
 >>> out.line("hidden in JSON mode")
 """
 
@@ -37,6 +37,10 @@ class Output:
                 highlight=False, soft_wrap=False, color_system=None if plain else "auto"
             )
         return self._console
+
+    def result(self, doc: dict[str, Any]) -> None:
+        """The command's ``--json`` document, from its result (set once, by the command)."""
+        self.doc = dict(doc)
 
     def line(self, text: str, style: str | None = None) -> None:
         if self.json_mode:

@@ -15,7 +15,8 @@ for a flag, [] for a repeat or a "*" positional); ``dest``: absent, the last fla
 
 A command (:class:`Command`): ``help``, its ``options`` in the order help lists them;
 ``hidden``: not listed in the help; ``usage``: argparse's usage line, when its own would
-mislead.
+mislead; ``module``: the module of ``compatkit.cli.commands`` whose ``run(args, ctx)`` runs
+it (absent: the command's own name). compatkit.cli.main imports only that module.
 
 >>> exclude = COMMANDS["apply"]["options"][1]
 >>> exclude["flags"], dest(exclude), exclude["kind"]
@@ -47,9 +48,15 @@ if TYPE_CHECKING:
         options: Required[tuple[Option, ...]]
         hidden: bool
         usage: str
+        module: str
 
 
 KINDS = ("flag", "value", "repeat", "positional", "version")
+
+
+def module(name: str) -> str:
+    """The module that runs the command ``name``: ``compatkit.cli.commands.<module>``."""
+    return f"compatkit.cli.commands.{COMMANDS[name].get('module', name)}"
 
 
 def dest(option: Option) -> str:
@@ -189,6 +196,7 @@ COMMANDS: dict[str, Command] = {
     "list": {
         "help": "list the known patchsets",
         "options": (),
+        "module": "status",
     },
     "explain": {
         "help": "tell the story of a patch, by id or by a pasted error message",
@@ -503,5 +511,6 @@ COMMANDS: dict[str, Command] = {
         "help": None,
         "options": ({"flags": ("kind",), "kind": "positional", "choices": ("patchsets", "ids")},),
         "hidden": True,
+        "module": "completion",
     },
 }

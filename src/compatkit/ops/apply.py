@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.checks import requirement_problems, state_problems
 from compatkit.env.plan import Overlay, plan_apply, plan_revert
@@ -10,21 +12,22 @@ from compatkit.env.state import State
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
+from compatkit.model import startup_code
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import Action
 from compatkit.ops.revert import built_in_refusal
 from compatkit.value import Value
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from typing import Any
+
+    from compatkit.load.config import ProjectConfig
 
 
 class ApplyResult(Value):
     """What an apply did: ``action`` is NONE (already applied), DRY_RUN or APPLIED.
-
-    A slotted class, not a dataclass: ``dataclasses`` imports ``inspect`` (≈ 18 ms of the fixed
-    cost of every apply, benchmark P5)."""
+    ``startup_code``: the declared start-up files it changed (or would), each as
+    (patch id, path, kind) (:mod:`compatkit.model.startup_code`), which is never silent."""
 
     __slots__ = ("patchset", "dist", "action", "state", "replaced", "files", "writes", "recovered")
 
@@ -44,6 +47,92 @@ class ApplyResult(Value):
         self.files = {} if files is None else files
         self.writes = writes
         self.recovered = recovered
+
+    @property
+    def startup_code(self) -> list[tuple[str, str, str]]:
+        if self.action is Action.NONE:
+            return []
+        chosen = [p for p in self.patchset.patches if p.id in self.state.applied]
+        return [(p.id, path, kind) for p in chosen for path, kind in startup_code.files(p)]
+
+    def startup_warning(self) -> str | None:
+        """The one line that says start-up code changed (None: none did)."""
+        found = self.startup_code
+        if not found:
+            return None
+        what = "; ".join(f"{i} {startup_code.VERBS[k]} {p}" for i, p, k in found)
+        verb = "would change" if self.action is Action.DRY_RUN else "changed"
+        return (
+            f"warning: {self.patchset.name} {verb} start-up code, which runs at every "
+            f"interpreter start: {what} (declared in [patchset] {startup_code.KEY})"
+        )
+
+    def replacing(self) -> str:
+        """Why an applied state was replaced: another version, an edit, or other exclusions."""
+        replaced, ps = self.replaced, self.patchset
+        if replaced is None:
+            return ""
+        if replaced.digest == ps.digest:  # the same patchset: only the excluded set changed
+            was = ", ".join(replaced.excluded) or "nothing"
+            return f" (replacing the applied {replaced.version}, which excluded {was})"
+        if replaced.version == ps.version:
+            return f" (replacing the applied {replaced.version}: the patchset was edited since)"
+        return f" (replacing {replaced.version})"
+
+    def to_json(self) -> dict[str, Any]:
+        ps, state, dry_run = self.patchset, self.state, self.action is Action.DRY_RUN
+        doc: dict[str, Any] = {
+            "ok": True,
+            "patchset": ps.name,
+            "version": ps.version,
+            "distribution": self.dist.name,
+            "dry_run": dry_run,
+            "action": self.action,
+            "would_apply" if dry_run else "applied": state.applied,
+            "startup_code": [
+                {"patchset": ps.name, "patch": i, "path": p, "change": k}
+                for i, p, k in self.startup_code
+            ],
+        }
+        if self.action is not Action.NONE:
+            replaced = self.replaced.version if self.replaced else None
+            doc.update(files=self.files, excluded=state.excluded, replaced_version=replaced)
+        return doc
+
+
+class ProjectApplyResult(Value):
+    """``apply`` with no name: one :class:`ApplyResult` per patchset of the project's set that
+    fits here, and the notes on those left out (:meth:`compatkit.ops.project.Selection.notices`)."""
+
+    __slots__ = ("results", "notes", "skipped", "dry_run")
+
+    def __init__(
+        self,
+        results: list[ApplyResult],
+        notes: list[tuple[str, str | None]],
+        skipped: list[dict[str, str]],
+        dry_run: bool,
+    ) -> None:
+        self.results, self.notes, self.skipped, self.dry_run = results, notes, skipped, dry_run
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "dry_run": self.dry_run,
+            "patchsets": [r.to_json() for r in self.results],
+            "skipped": self.skipped,
+        }
+
+
+def apply_project(
+    config: ProjectConfig, registry: Registry, env: Environment, force: bool, dry_run: bool
+) -> ProjectApplyResult:
+    """Every patchset of the project's ``[tool.compatkit]`` table that fits this environment."""
+    from compatkit.ops.project import select
+
+    selection = select(config, registry, env)
+    results = [apply_patchset(registry, env, n, [], force, dry_run) for n in selection.chosen]
+    return ProjectApplyResult(results, selection.notices(), selection.skipped_doc(), dry_run)
 
 
 def fitting_dist(ps: Patchset, env: Environment, force: bool) -> Dist:

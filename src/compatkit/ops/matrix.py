@@ -9,14 +9,19 @@ unpatched release (:mod:`compatkit.ops.upstream`). Every entry carries its ``sta
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
+from compatkit import atomic
 from compatkit.env.checks import requirement_problems, textual_status
 from compatkit.env.state import load_state
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
-from compatkit.model.matrix import Cell
+from compatkit.model.matrix import Cell, find_cell, load_matrix
 from compatkit.model.patchset import Patchset
 from compatkit.model.records import hash_bytes
 from compatkit.model.results import (
@@ -145,3 +150,62 @@ def mismatches(cell: Cell, results: dict[str, list[Entry]]) -> list[str]:
                     f"{e['state']}/{e['smoke']}" + (f" ({why})" if why else "")
                 )
     return found
+
+
+def run_cell(
+    registry: Registry,
+    env: Environment,
+    matrix: Path,
+    cell_id: str,
+    out_dir: Path,
+    progress: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
+    """Run one cell of ``matrix`` and write its result to ``out_dir/<cell>.json``; return that
+    document (``patchsets``: each patchset's entries, ``mismatches``: what differs from the
+    cell's expectations). ``progress`` gets one line per patchset as it starts."""
+    cell = find_cell(load_matrix(matrix), cell_id)
+    started = time.monotonic()
+    results: dict[str, list[Entry]] = {}
+    pristine: list[str] = []
+    for name in cell.patchsets:
+        ps = registry.get(name)
+        before = fingerprint(env, ps)
+        doing = (
+            "smoke tests on the unpatched release"
+            if cell.mode == "upstream"
+            else "applying, smoke tests, reverting"
+        )
+        progress(f"cell {cell.id}: {name} ({cell.mode}): {doing} ...")
+        results[name] = run_patchset(registry, env, ps, cell.mode)
+        if fingerprint(env, ps) != before:
+            pristine.append(f"{name}: {ps.distribution} is not pristine after the run")
+    bad = mismatches(cell, results) + pristine
+    installed = {
+        n: (d.version if (d := env.find(n)) else None)
+        for n in sorted({p.split("=")[0].split("<")[0].split(">")[0] for p in cell.packages})
+    }
+    doc = {
+        "cell": cell.id,
+        "python": env.markers.get("python_full_version"),
+        "mode": cell.mode,
+        "packages": list(cell.packages),
+        "installed": installed,
+        "note": cell.note,
+        "patchsets": results,
+        "mismatches": bad,
+        "ok": not bad,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(doc, indent=2) + "\n")
+    return doc
+
+
+def jobs(matrix: Path) -> dict[str, list[dict[str, str]]]:
+    """The GitHub Actions job matrix: {"include": [{"cell": ..., "python": ...}, ...]}."""
+    return {"include": [{"cell": c.id, "python": c.python} for c in load_matrix(matrix)]}
+
+
+def cell_order(matrix: Path) -> list[str]:
+    """The cells in the matrix file's order (none when there is no file)."""
+    return [c.id for c in load_matrix(matrix)] if matrix.is_file() else []

@@ -12,8 +12,11 @@ blame the wrong patch; a named need whose absence the test passes is reported as
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
+from compatkit import atomic
 from compatkit.env.state import load_state
 from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError
@@ -101,3 +104,82 @@ def prove_patchset(
         runs = (unpatched[p.id], None if own is None else own[p.id], patched[p.id])
         proofs.append(Proof(p.id, runs, missing, unused))
     return proofs
+
+
+def _cell(result: SmokeResult | None) -> str:
+    if result is None:
+        return "n/a"
+    return result.verdict + (f" ({result.reason})" if result.verdict is SmokeState.FAIL else "")
+
+
+class ProveResult(Value):
+    """Every patch's :class:`Proof`, with the table's ``rows`` and the Smoke-Needs ``notes``
+    as the terminal and the report show them."""
+
+    __slots__ = ("patchset", "proofs", "rows", "notes")
+
+    def __init__(self, patchset: str, proofs: list[Proof]) -> None:
+        self.patchset, self.proofs = patchset, proofs
+        self.rows = [[p.id, *(_cell(c) for c in p.runs), "ok" if p.ok else "FAIL"] for p in proofs]
+        self.notes = _needs_notes(proofs)
+
+    def patches(self) -> list[dict[str, object]]:
+        return [
+            {
+                "id": p.id,
+                "unpatched": p.verdicts[0],
+                "without": p.verdicts[1],
+                "patched": p.verdicts[2],
+                "ok": p.ok,
+                "reasons": [c.reason if c else "" for c in p.runs],
+                "needs_missing": list(p.needs_missing),
+                "needs_unused": list(p.needs_unused),
+            }
+            for p in self.proofs
+        ]
+
+    def to_json(self) -> dict[str, object]:
+        ok = all(p.ok for p in self.proofs)
+        return {"ok": ok, "patchset": self.patchset, "patches": self.patches()}
+
+
+def prove(
+    registry: Registry,
+    env: Environment,
+    name: str,
+    report: Path | None,
+    progress: Callable[[str], None],
+) -> ProveResult:
+    """:func:`prove_patchset`, and with ``report`` the table written there as
+    ``<name>.json`` and ``<name>.md``."""
+    result = ProveResult(name, prove_patchset(registry, env, name, progress))
+    if report is not None:
+        _write_report(report, result)
+    return result
+
+
+def _needs_notes(proofs: list[Proof]) -> list[str]:
+    """One line per Smoke-Needs finding of the series-but-one runs."""
+    notes = []
+    for p in proofs:
+        for y in p.needs_missing:
+            notes.append(
+                f"{p.id}: its smoke test also fails without {y} (and passes with the whole "
+                f"series): add {y} to its Smoke-Needs"
+            )
+        for y in p.needs_unused:
+            notes.append(f"note: {p.id}: Smoke-Needs names {y}, but its test passes without it")
+    return notes
+
+
+def _write_report(folder: Path, result: ProveResult) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    name = result.patchset
+    atomic.write_text(folder / f"{name}.json", json.dumps(result.patches(), indent=2) + "\n")
+    lines = [
+        "| patch | unpatched | all but this patch | patched | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in result.rows]
+    lines += ["", *result.notes] if result.notes else []
+    atomic.write_text(folder / f"{name}.md", "\n".join(lines) + "\n")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from compatkit.env.plan import plan_revert
 from compatkit.env.session import Session, locate
 from compatkit.env.state import State, stacked_on
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
+from compatkit.model.results import Action
 from compatkit.value import Value
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from compatkit.env.txn import Change
 
@@ -24,6 +26,12 @@ class RevertResult(Value):
         self.dist = dist
         self.state = state
         self.recovered = recovered
+
+    def to_json(self, name: str) -> dict[str, object]:
+        if self.dist is None or self.state is None:
+            return {"ok": True, "patchset": name, "action": Action.NONE}
+        files = [f.path for f in self.state.files]
+        return {"ok": True, "patchset": name, "action": Action.REVERTED, "files": files}
 
 
 def built_in_refusal(name: str, dist: Dist, verb: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from compatkit import bounded
+from compatkit import atomic, bounded
 from compatkit.delivery import sbomdoc
 from compatkit.env.state import State, states_of
 from compatkit.env.target import Environment, installed
@@ -49,7 +49,7 @@ class Applied(Value):
 
 
 class SbomResult(Value):
-    __slots__ = ("document", "components", "patched", "unknown")
+    __slots__ = ("document", "components", "patched", "unknown", "path")
 
     def __init__(
         self, document: str, components: int, patched: list[str], unknown: list[str]
@@ -58,6 +58,16 @@ class SbomResult(Value):
         self.components = components
         self.patched = patched  # "speculators 0.3.0: speculators-vllm016"
         self.unknown = unknown  # applied patchsets not found here: no diffs for them
+        self.path: Path | None = None  # where it was written (None: not written)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": True,
+            "path": str(self.path),
+            "components": self.components,
+            "patched": self.patched,
+            "unknown": self.unknown,
+        }
 
 
 def _info(ps_name: str, patch: Patch | None, pid: str) -> sbomdoc.PatchInfo:
@@ -180,3 +190,13 @@ def environment_document(
     when = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     doc = sbomdoc.document(components, None, str(uuid.uuid4()), when)
     return SbomResult(doc, len(components), patched, unknown)
+
+
+def write_sbom(
+    registry: Registry, env: Environment, output: Path, runtimes: list[Path] | None = None
+) -> SbomResult:
+    """:func:`environment_document`, written to ``output``."""
+    result = environment_document(registry, env, runtimes)
+    atomic.write(output, result.document.encode())
+    result.path = output
+    return result

@@ -171,6 +171,13 @@ def _blocked(
     return out
 
 
+def applied_state(ps: Patchset, env: Environment) -> tuple[list[str], list[str]] | None:
+    """The patches of ``ps`` applied here and those excluded (None: ``ps`` is not applied)."""
+    dist = env.find(ps.distribution)
+    state = load_state(dist, ps.name) if dist is not None else None
+    return (state.applied, state.excluded) if state else None
+
+
 def _applied_here(ps: Patchset, env: Environment) -> set[str]:
     dist = env.find(ps.distribution)
     state = load_state(dist, ps.name) if dist is not None else None

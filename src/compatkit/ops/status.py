@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from compatkit.env.checks import PatchStatus, patch_statuses, requirement_problems
+from compatkit.env.checks import (
+    PatchStatus,
+    constraint_problems,
+    patch_statuses,
+    requirement_problems,
+)
 from compatkit.env.session import Session
 from compatkit.env.state import State, load_state
 from compatkit.env.target import Dist, Environment
@@ -65,3 +70,13 @@ def where(ps: Patchset, env: Environment) -> tuple[Dist | None, PatchState]:
         return dist, PatchState.BUILT_IN if state.built_in else PatchState.APPLIED
     problems = requirement_problems(ps, env, dist)
     return dist, PatchState.NOT_APPLICABLE if problems else PatchState.NOT_APPLIED
+
+
+def unmet_constraints(ps: Patchset, env: Environment) -> list[str]:
+    """The patchset's ``[[constraints]]`` that the environment does not meet, one line each."""
+    return constraint_problems(ps, env)
+
+
+def fits(ps: Patchset, env: Environment, dist: Dist) -> bool:
+    """Whether ``ps``'s target and requirements are met by ``dist`` in ``env``."""
+    return not requirement_problems(ps, env, dist)

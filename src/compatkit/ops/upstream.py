@@ -30,12 +30,12 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from compatkit.delivery.wheels import WheelSource
-from compatkit.env.checks import textual_status
+from compatkit.env.checks import requirement_problems, target_problem, textual_status
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.results import DiffState, SmokeState, UpstreamState
-from compatkit.ops.smoke import run_smoke, select
+from compatkit.ops.smoke import require_pytest, run_smoke, select
 
 
 @dataclass(frozen=True)
@@ -141,3 +141,18 @@ def throwaway_env(packages: list[str], folder: Path) -> Environment:
     if proc.returncode != 0:
         raise CompatkitError(f"cannot install {' '.join(packages)}: {install_error(proc.stderr)}")
     return Environment.for_python(str(python))
+
+
+def check_release(
+    ps: Patchset, target: Environment, req: Requirement
+) -> tuple[Dist, list[str], list[Verdict]]:
+    """Classify ``ps`` against the release ``req`` installed in ``target``: the installed
+    distribution, the patchset's requirements it does not meet (checked, never installed),
+    and each patch's verdict."""
+    require_pytest(target)
+    dist = target.require(ps.distribution)
+    if not req.specifier.contains(dist.version, prereleases=True):
+        raise CompatkitError(f"the target has {dist.name} {dist.version}, not {req}")
+    mismatch = target_problem(ps, dist)  # an older target release: expected here
+    unmet = [p for p in requirement_problems(ps, target, dist) if p != mismatch]
+    return dist, unmet, classify(ps, target)

@@ -1,4 +1,5 @@
-"""``compatkit apply [PATCHSET]``: all-or-nothing, idempotent, journaled.
+"""``compatkit apply [PATCHSET]``: all-or-nothing, idempotent, journaled
+(:mod:`compatkit.ops.apply`).
 
 With no name, every patchset of the project's ``[tool.compatkit]`` table that fits this
 environment (:mod:`compatkit.ops.project`).
@@ -6,61 +7,56 @@ environment (:mod:`compatkit.ops.project`).
 
 from __future__ import annotations
 
-from compatkit.cli.output import Output
-from compatkit.env.state import State
-from compatkit.env.target import Environment
-from compatkit.load.config import ProjectConfig
-from compatkit.load.registry import Registry
-from compatkit.model import startup_code
-from compatkit.model.patchset import Patchset
+from typing import TYPE_CHECKING
+
+from compatkit.errors import UsageError
 from compatkit.model.results import Action
-from compatkit.ops.apply import ApplyResult, apply_patchset
-from compatkit.ops.project import select
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.cli.output import Output
+    from compatkit.ops.apply import ApplyResult
 
 
-def apply(result: ApplyResult, out: Output) -> int:
-    """Render what :func:`compatkit.ops.apply.apply_patchset` did (the CLI runs it)."""
-    return render(result, out)
+def run(args: Namespace, ctx: Context) -> int:
+    from compatkit.ops import apply as ops
 
-
-def apply_project(
-    config: ProjectConfig,
-    registry: Registry,
-    env: Environment,
-    out: Output,
-    force: bool = False,
-    dry_run: bool = False,
-) -> int:
-    selection = select(config, registry, env)
-    out.lines(selection.notices())
-    if selection.skipped:
-        out.doc["skipped"] = selection.skipped_doc()
-    for name in selection.chosen:
-        render(apply_patchset(registry, env, name, [], force, dry_run), out)
-    out.doc.update({"ok": True, "would_apply" if dry_run else "applied": selection.chosen})
+    if args.patchset:
+        result = ops.apply_patchset(
+            ctx.registry, ctx.env, args.patchset, args.exclude, args.force, args.dry_run
+        )
+        ctx.out.result(result.to_json())
+        render(result, ctx.out)
+        return 0
+    if args.exclude:
+        raise UsageError("apply --exclude needs a patchset name")
+    config = ctx.config
+    if config is None:
+        raise UsageError(
+            "apply needs a patchset name, or a [tool.compatkit] table in "
+            "pyproject.toml (searched upwards from the current directory)"
+        )
+    project = ops.apply_project(config, ctx.registry, ctx.env, args.force, args.dry_run)
+    ctx.out.result(project.to_json())
+    ctx.out.lines(project.notes)
+    for one in project.results:
+        render(one, ctx.out)
     return 0
 
 
-def render(result: ApplyResult, out: Output) -> int:
+def render(result: ApplyResult, out: Output) -> None:
     ps, dist, state = result.patchset, result.dist, result.state
     dry_run = result.action is Action.DRY_RUN
-    out.doc.update(patchset=ps.name, version=ps.version, distribution=dist.name, dry_run=dry_run)
     if result.recovered:
         out.line("recovered an interrupted compatkit run: its changes were rolled back")
     if result.action is Action.NONE:
-        out.doc.update(ok=True, action=Action.NONE, applied=state.applied)
         out.line(f"{ps.name} {ps.version} is already applied to {dist.name} {dist.version}")
-        return 0
-    replaced = result.replaced
-    out.doc.update(
-        ok=True,
-        action=result.action,
-        files=result.files,
-        **{"would_apply" if dry_run else "applied": state.applied},
-        excluded=state.excluded,
-        replaced_version=replaced.version if replaced else None,
-    )
-    _warn_startup(out, ps, state.applied, dry_run)
+        return
+    warning = result.startup_warning()
+    if warning:
+        out.line(warning, style="yellow")
     verb = "would apply" if dry_run else "applied"
     report = result.files
     shown = [(p, i) for p, i in report.items() if len(report) <= 20 or i["offsets"]]
@@ -74,40 +70,10 @@ def render(result: ApplyResult, out: Output) -> int:
             "(patched files, RECORD, compatkit's state and backups, moved bytecode); nothing "
             "was changed"
         )
-        return 0
-    again = _replacing(replaced, ps.version, ps.digest)
+        return
     left = f", excluded {', '.join(state.excluded)}" if state.excluded else ""
     out.line(
         f"{ps.name} {ps.version}: {verb} {len(state.applied)} patches to "
-        f"{dist.name} {dist.version}{again}{left}",
+        f"{dist.name} {dist.version}{result.replacing()}{left}",
         style="green",
     )
-    return 0
-
-
-def _warn_startup(out: Output, ps: Patchset, applied: list[str], dry_run: bool) -> None:
-    """Declared start-up code is applied, but never silently (compatkit.model.startup_code)."""
-    chosen = [p for p in ps.patches if p.id in applied]
-    found = [(p.id, path, kind) for p in chosen for path, kind in startup_code.files(p)]
-    entries = [{"patchset": ps.name, "patch": i, "path": p, "change": k} for i, p, k in found]
-    out.doc.setdefault("startup_code", []).extend(entries)  # `apply` without a name: several
-    if found:
-        what = "; ".join(f"{i} {startup_code.VERBS[k]} {p}" for i, p, k in found)
-        verb = "would change" if dry_run else "changed"
-        out.line(
-            f"warning: {ps.name} {verb} start-up code, which runs at every interpreter start: "
-            f"{what} (declared in [patchset] {startup_code.KEY})",
-            style="yellow",
-        )
-
-
-def _replacing(replaced: State | None, version: str, digest: str) -> str:
-    """Why an applied state was replaced: another version, an edit, or other exclusions."""
-    if replaced is None:
-        return ""
-    if replaced.digest == digest:  # the same patchset: only the excluded set changed
-        was = ", ".join(replaced.excluded) or "nothing"
-        return f" (replacing the applied {replaced.version}, which excluded {was})"
-    if replaced.version == version:
-        return f" (replacing the applied {replaced.version}: the patchset was edited since)"
-    return f" (replacing {replaced.version})"

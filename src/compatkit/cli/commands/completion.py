@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
-from compatkit.load.registry import Registry
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.load.registry import Registry
 
 PREAMBLE = {
     "bash": """
@@ -73,3 +79,12 @@ def names(registry: Registry, kind: str, out: Output) -> int:
     for name in found:
         out.line(name)
     return 0
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    """``completion SHELL``, and the hidden ``_names KIND`` its scripts call."""
+    if args.command == "_names":
+        return names(ctx.registry, args.kind, ctx.out)
+    from compatkit.cli.parser import build_parser
+
+    return completion(build_parser(), args.shell, ctx.out)

@@ -10,12 +10,18 @@ a diff does not apply (COMMAND does not run); 2 for usage errors; 127 when COMMA
 from __future__ import annotations
 
 import subprocess
+from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
-from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.load.registry import Registry
 from compatkit.ops import runtime as ops
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.env.target import Environment
+    from compatkit.load.registry import Registry
 
 EXIT_NOT_FOUND = 127
 
@@ -45,3 +51,9 @@ def exec_command(
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
     out.doc.update(ok=code == 0, patchsets=names, runtime=str(root), returncode=code)
     return code
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    return exec_command(
+        ctx.registry, ctx.env, args.patchset, args.command_line, ctx.out, args.force
+    )

@@ -7,7 +7,6 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
-from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patch, Patchset
@@ -25,7 +24,11 @@ STDIN_KEEP = 1 << 20  # explain -: the last 1 MiB of standard input (where a tra
 NOT_UTF8 = 100  # explain -: more than 1 character in this many not UTF-8: not text
 
 if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
     from compatkit.engine.search import Candidate
+    from compatkit.env.target import Environment
 
 Match = tuple[Patchset, Patch]
 
@@ -149,13 +152,13 @@ def _one_story_per_id(
     """One (patchset, patch) per patch id, with every patchset that carries that id: the
     first that fits here (target and requirements), else the first whose target is
     installed, else the first by name, tells the story."""
-    from compatkit.env.checks import requirement_problems
+    from compatkit.ops.status import fits
 
     def rank(match: Match) -> int:
         dist = env.find(match[0].distribution)
         if dist is None:
             return 2
-        return 1 if requirement_problems(match[0], env, dist) else 0
+        return 0 if fits(match[0], env, dist) else 1
 
     by_id: dict[str, list[Match]] = {}
     for ps, patch in matches:
@@ -247,3 +250,7 @@ def _render(out: Output, ps: Patchset, patch: Patch, state: str) -> None:
             out.renderable(Padding(Text(body), (0, 0, 0, 2)))
     diff = patch.diff_text.strip("\n")
     out.renderable(Syntax(diff, "diff", theme="ansi_dark", background_color="default"))
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    return explain(ctx.registry, ctx.env, args.query, ctx.out)

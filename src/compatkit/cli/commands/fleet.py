@@ -8,12 +8,17 @@ node (rolled back, unchanged, applied, unknown) when it did not succeed everywhe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compatkit.cli.output import Output
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.load.registry import Registry
 from compatkit.ops.fleet import FleetResult, NodeReport, run_fleet
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.load.registry import Registry
 
 
 def fleet(
@@ -136,3 +141,10 @@ def _node_doc(node: NodeReport) -> dict[str, Any]:
             for ps in (answer.patchsets if answer else [])
         ],
     }
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    """``--python`` names an interpreter on the nodes, not here: no environment is made."""
+    where = (args.address, args.python, ctx.patchset_dirs, args.timeout)
+    verb, names = args.action, args.patchset
+    return fleet(ctx.registry, verb, names, *where, ctx.out, args.force, args.keep_going)

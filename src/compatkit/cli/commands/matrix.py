@@ -1,4 +1,5 @@
-"""``compatkit matrix run|report|jobs``: one version-matrix cell, the report, CI's job list.
+"""``compatkit matrix run|report|jobs``: one version-matrix cell (:mod:`compatkit.ops.matrix`),
+the report (:mod:`compatkit.ops.matrix_report`), CI's job list.
 
 ``run`` works in the environment of the cell (compatkit's own, or ``--python``): it starts
 from a pristine install, applies each patchset, verifies, runs the smoke tests, reverts and
@@ -7,84 +8,65 @@ checks the install is pristine again; then compares every patch with the cell's 
 
 from __future__ import annotations
 
-import json
-import time
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from compatkit import atomic
-from compatkit.cli.output import Output
-from compatkit.cli.outputs import output_dir
-from compatkit.env.target import Environment
-from compatkit.errors import CompatkitError
-from compatkit.load.registry import Registry
-from compatkit.model.matrix import find_cell, load_matrix
-from compatkit.ops.matrix import Entry, fingerprint, mismatches, run_patchset
+from compatkit.cli.outputs import output_dir, output_file
+from compatkit.errors import CompatkitError, UsageError
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
 
 
-def run(
-    registry: Registry,
-    env: Environment,
-    matrix: Path,
-    cell_id: str,
-    out_dir: Path,
-    out: Output | None = None,
-) -> int:
-    out = out or Output()
-    output_dir(out_dir, "--results")
-    cell = find_cell(load_matrix(matrix), cell_id)
-    started = time.monotonic()
-    results: dict[str, list[Entry]] = {}
-    pristine: list[str] = []
-    for name in cell.patchsets:
-        ps = registry.get(name)
-        before = fingerprint(env, ps)
-        doing = (
-            "smoke tests on the unpatched release"
-            if cell.mode == "upstream"
-            else "applying, smoke tests, reverting"
-        )
-        out.line(f"cell {cell.id}: {name} ({cell.mode}): {doing} ...")
-        results[name] = run_patchset(registry, env, ps, cell.mode)
-        if fingerprint(env, ps) != before:
-            pristine.append(f"{name}: {ps.distribution} is not pristine after the run")
-    bad = mismatches(cell, results) + pristine
-    installed = {
-        n: (d.version if (d := env.find(n)) else None)
-        for n in sorted({p.split("=")[0].split("<")[0].split(">")[0] for p in cell.packages})
-    }
-    doc = {
-        "cell": cell.id,
-        "python": env.markers.get("python_full_version"),
-        "mode": cell.mode,
-        "packages": list(cell.packages),
-        "installed": installed,
-        "note": cell.note,
-        "patchsets": results,
-        "mismatches": bad,
-        "ok": not bad,
-        "seconds": round(time.monotonic() - started, 1),
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(doc, indent=2) + "\n")
-    out.doc.update(doc)
-    for name, entries in results.items():
+def run(args: Namespace, ctx: Context) -> int:
+    if args.action == "jobs":
+        import json
+
+        from compatkit.ops.matrix import jobs
+
+        print(json.dumps(jobs(args.matrix)))
+        return 0
+    if args.action == "report":
+        return _report(args, ctx)
+    if not args.cell:
+        raise UsageError("matrix run needs a cell id")
+    return _run_cell(args, ctx)
+
+
+def _run_cell(args: Namespace, ctx: Context) -> int:
+    from compatkit.ops.matrix import run_cell
+
+    output_dir(args.results, "--results")
+    out = ctx.out
+    doc = run_cell(ctx.registry, ctx.env, args.matrix, args.cell, args.results, out.line)
+    out.result(doc)
+    cell, mode = doc["cell"], doc["mode"]
+    for name, entries in doc["patchsets"].items():
         out.table(
-            f"cell {cell.id}: {name} ({cell.mode})",
+            f"cell {cell}: {name} ({mode})",
             ["patch", "state", "smoke", "detail"],
             [
                 [e["id"], e["state"], e["smoke"], e.get("reason") or e.get("detail", "")]
                 for e in entries
             ],
         )
-    if bad:
-        raise CompatkitError(f"cell {cell.id} differs from matrix.toml", bad)
-    out.line(f"cell {cell.id}: every patch as expected ({doc['seconds']} s)", style="green")
+    if doc["mismatches"]:
+        raise CompatkitError(f"cell {cell} differs from matrix.toml", doc["mismatches"])
+    out.line(f"cell {cell}: every patch as expected ({doc['seconds']} s)", style="green")
     return 0
 
 
-def jobs(matrix: Path, out: Output | None = None) -> int:
-    """The GitHub Actions job matrix: {"include": [{"cell": ..., "python": ...}, ...]}."""
-    out = out or Output()
-    include = [{"cell": c.id, "python": c.python} for c in load_matrix(matrix)]
-    print(json.dumps({"include": include}))
+def _report(args: Namespace, ctx: Context) -> int:
+    from compatkit.ops.matrix import cell_order
+    from compatkit.ops.matrix_report import report
+
+    output_dir(args.results, "--results")
+    if args.docs is not None:
+        output_file(args.docs, "--docs")
+    result = report(args.results, args.docs, cell_order(args.matrix))
+    ctx.out.result(result.to_json())
+    ctx.out.table(
+        "compatibility: patches × cells", result.columns[1:], [r[1:] for r in result.rows]
+    )
     return 0

@@ -1,15 +1,20 @@
-"""``compatkit runtime install|uninstall`` and ``status --runtime`` / ``verify --runtime``."""
+"""``compatkit runtime install|uninstall`` (:mod:`compatkit.ops.runtime`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
-from compatkit.env.target import Environment
-from compatkit.errors import CompatkitError, UsageError
-from compatkit.load.registry import Registry
-from compatkit.model.results import PatchState
+from compatkit.errors import UsageError
 from compatkit.ops import runtime as ops
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.env.target import Environment
+    from compatkit.load.registry import Registry
 
 
 def install(
@@ -35,40 +40,9 @@ def uninstall(root: Path, out: Output, env: Environment | None = None) -> int:
     return 0
 
 
-def status(registry: Registry, root: Path, out: Output) -> int:
-    checks = ops.check(registry, root)
-    out.doc["runtime"] = str(root)
-    out.doc["patchsets"] = []
-    for c in checks:
-        summary = "applied (runtime)" if not c.problems else "drifted: the hook refuses it"
-        out.doc["patchsets"].append(
-            {
-                "name": c.name,
-                "version": c.version,
-                "state": summary,
-                "patches": [
-                    {"id": s.id, "status": s.status, "detail": s.detail} for s in c.statuses
-                ],
-            }
-        )
-        rows = [[s.id, str(s.status), s.detail] for s in c.statuses]
-        out.table(
-            f"{c.name} {c.version} (runtime {root}): {summary}", ["patch", "state", "detail"], rows
-        )
-    return 0
-
-
-def verify(registry: Registry, root: Path, out: Output) -> int:
-    checks = ops.check(registry, root)
-    problems = [p for c in checks for p in c.problems]
-    names = [c.name for c in checks]
-    out.doc.update(ok=not problems, runtime=str(root), patchsets=names, problems=problems)
-    if problems:
-        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
-    served = sum(s.status is PatchState.RUNTIME for c in checks for s in c.statuses)
-    out.line(
-        f"verified: {', '.join(names)} applied at import time by {root} ({served} patches); "
-        "every installed file is the one they were prepared for",
-        style="green",
-    )
-    return 0
+def run(args: Namespace, ctx: Context) -> int:
+    if args.action == "install":
+        return install(ctx.registry, ctx.env, args.patchset, args.dir, args.pth, ctx.out)
+    if args.patchset or args.pth:
+        raise UsageError("runtime uninstall takes only --dir")
+    return uninstall(args.dir, ctx.out, ctx.env)

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from compatkit.cli.output import Output
-from compatkit.env.state import load_state
-from compatkit.env.target import Environment
-from compatkit.load.registry import Registry
 from compatkit.model.results import SmokeState
-from compatkit.ops.smoke import require_pytest, run_smoke, select
+from compatkit.ops.smoke import applied_state, require_pytest, run_smoke, select
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.env.target import Environment
+    from compatkit.load.registry import Registry
 
 
 def smoke(
@@ -17,12 +23,11 @@ def smoke(
     ps = registry.get(name)
     selected = select(ps, ids)
     require_pytest(env)
-    dist = env.find(ps.distribution)
-    state = load_state(dist, ps.name) if dist else None
-    applied = state.applied if state else []
+    state = applied_state(ps, env)
+    applied, excluded = state if state else ([], [])
     where = (
         f"applied here: {', '.join(applied) or 'none'}"
-        + (f"; excluded: {', '.join(state.excluded)}" if state and state.excluded else "")
+        + (f"; excluded: {', '.join(excluded)}" if excluded else "")
         if state
         else f"{ps.name} is not applied here"
     )
@@ -58,3 +63,7 @@ def smoke(
     )
     out.table(f"{ps.name} smoke tests", ["patch", "here", "smoke", "detail"], rows)
     return 0 if ok else 1
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    return smoke(ctx.registry, ctx.env, args.patchset, args.patch, ctx.out)

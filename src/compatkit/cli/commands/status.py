@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
-from compatkit.env.checks import constraint_problems
-from compatkit.env.target import Dist, Environment
-from compatkit.load.registry import Registry
-from compatkit.model.results import PatchsetState
-from compatkit.ops.status import inspect_patchset, where
+from compatkit.errors import UsageError
+from compatkit.ops.status import inspect_patchset, unmet_constraints, where
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.env.target import Dist, Environment
+    from compatkit.load.registry import Registry
 
 
 def status(
@@ -38,7 +43,7 @@ def status(
                 "installed": dist.version if dist else None,
                 "state": summary,
                 "applied_version": state.version if state else None,
-                "unmet_constraints": (unmet := constraint_problems(ps, env)),
+                "unmet_constraints": (unmet := unmet_constraints(ps, env)),
                 "patches": [
                     {"id": s.id, "status": s.status, "detail": s.detail, "startup_code": s.startup}
                     for s in statuses
@@ -58,8 +63,7 @@ def status(
             out.line(f"{ps.name}: {line}", style="red")
         if dist is not None and "ck." in dist.version:  # a patched wheel?
             wheels.append(ps.distribution)
-            stale = state is None and summary is PatchsetState.NOT_APPLICABLE
-            _wheel_hint(out, dist, ps.target, stale)
+            _wheel_hint(out, dist, ps.target, state is None and summary == "not applicable")
     if pyproject is not None and wheels:
         from compatkit.delivery.wheelpin import project_mismatches
 
@@ -109,4 +113,46 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
         )
     out.doc["patchsets"] = docs
     out.table("patchsets", ["name", "version", "target", "requires", "patches", "here"], rows)
+    return 0
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    """``status [PATCHSET]...`` (``--runtime DIR``: the runtime folder's), and ``list``."""
+    if args.command == "list":
+        return list_patchsets(ctx.registry, ctx.env, ctx.out)
+    if args.runtime is not None:
+        _no_names(args)
+        return runtime_status(ctx.registry, args.runtime, ctx.out)
+    config = ctx.config
+    pyproject = config.path if config else None  # the upgrade check
+    return status(ctx.registry, ctx.env, args.patchset, ctx.out, pyproject)
+
+
+def _no_names(args: Namespace) -> None:
+    if args.patchset:
+        raise UsageError(f"{args.command} --runtime DIR checks the patchsets DIR holds; name none")
+
+
+def runtime_status(registry: Registry, root: Path, out: Output) -> int:
+    from compatkit.ops import runtime
+
+    checks = runtime.check(registry, root)
+    out.doc["runtime"] = str(root)
+    out.doc["patchsets"] = []
+    for c in checks:
+        summary = "applied (runtime)" if not c.problems else "drifted: the hook refuses it"
+        out.doc["patchsets"].append(
+            {
+                "name": c.name,
+                "version": c.version,
+                "state": summary,
+                "patches": [
+                    {"id": s.id, "status": s.status, "detail": s.detail} for s in c.statuses
+                ],
+            }
+        )
+        rows = [[s.id, str(s.status), s.detail] for s in c.statuses]
+        out.table(
+            f"{c.name} {c.version} (runtime {root}): {summary}", ["patch", "state", "detail"], rows
+        )
     return 0

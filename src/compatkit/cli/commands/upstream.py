@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from compatkit.cli.output import Output
-from compatkit.env.checks import requirement_problems, target_problem
-from compatkit.env.target import Environment
-from compatkit.errors import CompatkitError, UsageError
-from compatkit.load.registry import Registry
+from compatkit.errors import UsageError
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import UpstreamState
-from compatkit.ops.smoke import require_pytest
-from compatkit.ops.upstream import against_newest, classify, throwaway_env
+from compatkit.ops.upstream import against_newest, check_release, throwaway_env
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.env.target import Environment
+    from compatkit.load.registry import Registry
 
 
 def _throwaway(against: Requirement, extra: list[str], folder: Path, out: Output) -> Environment:
@@ -58,13 +62,7 @@ def upstream(
     req = _parse_against(ps, against, out)
     with tempfile.TemporaryDirectory(prefix="compatkit-upstream-") as tmp:
         target = env or _throwaway(req, _parse_with(extra), Path(tmp) / "venv", out)
-        require_pytest(target)
-        dist = target.require(ps.distribution)
-        if not req.specifier.contains(dist.version, prereleases=True):
-            raise CompatkitError(f"the target has {dist.name} {dist.version}, not {req}")
-        mismatch = target_problem(ps, dist)  # an older target release: expected here
-        unmet = [p for p in requirement_problems(ps, target, dist) if p != mismatch]
-        verdicts = classify(ps, target)
+        dist, unmet, verdicts = check_release(ps, target, req)
     out.doc.update(
         ok=True,
         patchset=ps.name,
@@ -98,3 +96,11 @@ def _parse_with(extra: tuple[str, ...]) -> list[str]:
         except InvalidRequirement as exc:
             raise UsageError(f"--with {text!r}: {exc}") from None
     return list(extra)
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    if args.python and args.with_:
+        raise UsageError("--with adds to the throw-away environment; with --python there is none")
+    target = ctx.env if args.python else None
+    where = (args.patchset, args.against, ctx.out, tuple(args.with_))
+    return upstream(ctx.registry, target, *where)

@@ -1,57 +1,48 @@
-"""``compatkit verify [PATCHSET]`` and ``compatkit verify --pristine DIST``.
+"""``compatkit verify [PATCHSET]...``, ``verify --pristine DIST|--all`` and
+``verify --runtime DIR`` (:mod:`compatkit.ops.verify`).
 
 With no name, the project's ``[tool.compatkit]`` patchsets that fit this environment.
 """
 
 from __future__ import annotations
 
-from compatkit.cli.output import Output
-from compatkit.env.target import Environment
-from compatkit.errors import CompatkitError
-from compatkit.load.config import ProjectConfig
-from compatkit.load.registry import Registry
-from compatkit.ops import verify as ops
+from typing import TYPE_CHECKING
+
+from compatkit.errors import CompatkitError, UsageError
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from pathlib import Path
+
+    from compatkit.cli.context import Context
+    from compatkit.cli.output import Output
+    from compatkit.load.registry import Registry
+    from compatkit.ops.verify import VerifyResult
 
 
-def verify(
-    registry: Registry,
-    env: Environment,
-    names: list[str],
-    out: Output | None = None,
-    allow_empty: bool = False,
-    why_empty: str = "no patchset is applied in this environment",
-) -> int:
-    out = out or Output()
-    if not names:
-        return _nothing(out, allow_empty, why_empty)
-    problems: list[str] = []
-    for name in names:
-        problems += ops.problems(registry, env, name)
-    hashes_only = ops.unproven(registry, names)
-    out.doc.update(ok=not problems, patchsets=names, problems=problems, hashes_only=hashes_only)
-    if problems:
-        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
-    out.line(
-        f"verified: {', '.join(names)} fully applied, every patched file intact", style="green"
-    )
-    if hashes_only:
-        out.line(
-            f"note: {', '.join(hashes_only)} checked only against the hashes recorded at "
-            "apply time (no patch files here to re-derive the bytes from: --patchset-dir)"
-        )
-    return 0
+def run(args: Namespace, ctx: Context) -> int:
+    if args.runtime is not None:
+        _no_names(args)
+        return _runtime(ctx.registry, args.runtime, ctx.out)
+    if args.pristine is not None or args.all:
+        return _pristine(args, ctx)
+    from compatkit.ops import verify as ops
+
+    if args.patchset:
+        result = ops.verify(ctx.registry, ctx.env, args.patchset)
+        return _render(result, ctx.out, args.allow_empty, "")
+    return _project(args, ctx)
 
 
-def verify_here(
-    config: ProjectConfig | None,
-    registry: Registry,
-    env: Environment,
-    out: Output,
-    allow_empty: bool = False,
-) -> int:
-    """``compatkit verify`` with no name: the project's ``[tool.compatkit]`` set that fits,
-    or without a project what is applied here (:func:`compatkit.ops.verify.unnamed`)."""
+def _project(args: Namespace, ctx: Context) -> int:
+    """No name: the project's ``[tool.compatkit]`` set that fits, or without a project what
+    is applied here (:func:`compatkit.ops.verify.unnamed`)."""
+    from compatkit.ops import verify as ops
+
+    config, registry, env = ctx.config, ctx.registry, ctx.env
     names, selection, why = ops.unnamed(config, registry, env)
+    skipped: list[dict[str, str]] = []
+    notes: list[tuple[str, str | None]] = []
     if selection is not None and config is not None:
         from compatkit.delivery.wheelpin import project_mismatches
 
@@ -61,42 +52,91 @@ def verify_here(
             raise CompatkitError(
                 "the installed patched wheel is not what the project asks for", moved
             )
-        out.lines(selection.notices())
-        if selection.skipped:
-            out.doc["skipped"] = selection.skipped_doc()
-    return verify(registry, env, names, out, allow_empty, why)
+        skipped, notes = selection.skipped_doc(), selection.notices()
+    result = ops.verify(registry, env, names)
+    result.skipped, result.notes = skipped, notes
+    return _render(result, ctx.out, args.allow_empty, why)
 
 
-def _nothing(out: Output, allow_empty: bool, why: str) -> int:
-    """A CI gate that checked nothing fails, unless told an empty set is fine."""
-    out.doc.update(ok=allow_empty, patchsets=[], problems=[] if allow_empty else [why])
-    if allow_empty:
-        out.line(f"{why}; nothing to verify (--allow-empty)")
+def _render(result: VerifyResult, out: Output, allow_empty: bool, why: str) -> int:
+    out.lines(result.notes)
+    doc = result.to_json()
+    names = list(result.found)
+    if not names:  # a CI gate that checked nothing fails, unless told an empty set is fine
+        why = why or "no patchset is applied in this environment"
+        out.result({**doc, "ok": allow_empty, "problems": [] if allow_empty else [why]})
+        if allow_empty:
+            out.line(f"{why}; nothing to verify (--allow-empty)")
+            return 0
+        from compatkit.ops.verify import nothing_verified
+
+        raise nothing_verified(why)
+    out.result(doc)
+    problems = result.problems
+    if problems:
+        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+    out.line(
+        f"verified: {', '.join(names)} fully applied, every patched file intact", style="green"
+    )
+    if result.hashes_only:
+        out.line(
+            f"note: {', '.join(result.hashes_only)} checked only against the hashes recorded at "
+            "apply time (no patch files here to re-derive the bytes from: --patchset-dir)"
+        )
+    return 0
+
+
+def _pristine(args: Namespace, ctx: Context) -> int:
+    """``verify --pristine DIST`` or ``verify --pristine --all``."""
+    if args.all and (args.pristine is None or args.pristine or args.patchset):
+        raise UsageError("--all goes with --pristine alone: verify --pristine --all")
+    out = ctx.out
+    if args.all:
+        from compatkit.ops.pristine import check_all
+
+        checked, reports = check_all(ctx.env)
+        out.result(
+            {"ok": not reports, "checked": checked, "distributions": [r.doc() for r in reports]}
+        )
+        if reports:
+            raise CompatkitError(
+                f"{len(reports)} of {checked} distributions are not pristine",
+                [r.line() for r in reports],
+            )
+        out.line(f"all {checked} distributions: every file matches its RECORD", style="green")
         return 0
-    raise ops.nothing_verified(why)
+    if not args.pristine:
+        raise UsageError("--pristine takes a distribution (or --all)")
+    from compatkit.ops import verify as ops
 
-
-def verify_pristine(env: Environment, name: str, out: Output | None = None) -> int:
-    out = out or Output()
-    dist, problems = ops.pristine(env, name)
-    out.doc.update(ok=not problems, distribution=dist.name, version=dist.version, problems=problems)
+    dist, problems = ops.pristine(ctx.env, args.pristine)
+    doc = {"ok": not problems, "distribution": dist.name, "version": dist.version}
+    out.result({**doc, "problems": problems})
     if problems:
         raise CompatkitError(f"{dist.name} {dist.version} is not pristine", problems)
     out.line(f"{dist.name} {dist.version}: every file matches its RECORD", style="green")
     return 0
 
 
-def verify_pristine_all(env: Environment, out: Output | None = None) -> int:
-    """``verify --pristine --all``: one line per distribution that is not pristine."""
-    from compatkit.ops.pristine import check_all
+def _no_names(args: Namespace) -> None:
+    if args.patchset:
+        raise UsageError(f"{args.command} --runtime DIR checks the patchsets DIR holds; name none")
 
-    out = out or Output()
-    checked, reports = check_all(env)
-    out.doc.update(ok=not reports, checked=checked, distributions=[r.doc() for r in reports])
-    if reports:
-        raise CompatkitError(
-            f"{len(reports)} of {checked} distributions are not pristine",
-            [r.line() for r in reports],
-        )
-    out.line(f"all {checked} distributions: every file matches its RECORD", style="green")
+
+def _runtime(registry: Registry, root: Path, out: Output) -> int:
+    from compatkit.model.results import PatchState
+    from compatkit.ops import runtime
+
+    checks = runtime.check(registry, root)
+    problems = [p for c in checks for p in c.problems]
+    names = [c.name for c in checks]
+    out.doc.update(ok=not problems, runtime=str(root), patchsets=names, problems=problems)
+    if problems:
+        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+    served = sum(s.status is PatchState.RUNTIME for c in checks for s in c.statuses)
+    out.line(
+        f"verified: {', '.join(names)} applied at import time by {root} ({served} patches); "
+        "every installed file is the one they were prepared for",
+        style="green",
+    )
     return 0

@@ -4,13 +4,19 @@ patchset built in."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
 from compatkit.cli.outputs import output_dir
-from compatkit.delivery.wheels import WheelSource
-from compatkit.env.target import Environment
-from compatkit.load.registry import Registry
 from compatkit.ops.wheel import build_wheel
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.context import Context
+    from compatkit.delivery.wheels import WheelSource
+    from compatkit.env.target import Environment
+    from compatkit.load.registry import Registry
 
 
 def wheel(
@@ -53,3 +59,8 @@ def wheel(
     out.line(f"from {result.source} (proven by {result.proof})")
     out.line(f"sha256={result.sha256}")
     return 0
+
+
+def run(args: Namespace, ctx: Context) -> int:
+    where = (args.patchset, args.out_dir, ctx.wheels(), ctx.out, args.sha256, args.force)
+    return wheel(ctx.registry, ctx.env, *where)

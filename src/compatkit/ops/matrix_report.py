@@ -1,4 +1,5 @@
-"""``compatkit matrix report``: patches × cells, from the cells' JSON results."""
+"""The version matrix's report (``compatkit matrix report``): patches × cells, from the cells'
+JSON results, written as report.md and report.json (and the docs page)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from compatkit import atomic
-from compatkit.cli.output import Output
-from compatkit.cli.outputs import output_dir, output_file
 from compatkit.errors import UsageError
 from compatkit.ops.smoke import stable
+from compatkit.value import Value
 
 LEGEND = (
     "**applied**: the patch applies (offset N: its context moved N lines) and was applied; "
@@ -111,14 +111,23 @@ def _stable(reason: str) -> str:
     return stable(reason).replace("|", "/")  # reports older than the capture-time cleanup
 
 
-def report(
-    folder: Path, docs: Path | None, out: Output | None = None, order: list[str] | None = None
-) -> int:
+class Report(Value):
+    """The report's table: ``columns`` (patchset, patch, then each cell) and ``rows``."""
+
+    __slots__ = ("cells", "columns", "rows")
+
+    def __init__(
+        self, cells: list[dict[str, Any]], columns: list[str], rows: list[list[str]]
+    ) -> None:
+        self.cells, self.columns, self.rows = cells, columns, rows
+
+    def to_json(self) -> dict[str, object]:
+        ok = all(c["ok"] for c in self.cells)
+        return {"ok": ok, "cells": [c["cell"] for c in self.cells], "rows": self.rows}
+
+
+def report(folder: Path, docs: Path | None, order: list[str] | None = None) -> Report:
     """Write report.md/report.json in ``folder`` (cells in ``order``), and ``docs`` if given."""
-    out = out or Output()
-    output_dir(folder, "--results")
-    if docs is not None:
-        output_file(docs, "--docs")
     cells = _load(folder, order or [])
     columns, rows = _rows(cells)
     text = _markdown(cells, columns, rows)
@@ -127,6 +136,4 @@ def report(
     if docs is not None:
         docs.parent.mkdir(parents=True, exist_ok=True)
         atomic.write_text(docs, text)
-    out.doc.update(ok=all(c["ok"] for c in cells), cells=[c["cell"] for c in cells], rows=rows)
-    out.table("compatibility: patches × cells", columns[1:], [r[1:] for r in rows])
-    return 0
+    return Report(cells, columns, rows)

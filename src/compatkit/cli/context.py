@@ -1,0 +1,67 @@
+"""What every command's ``run(args, ctx)`` gets besides its arguments: the project's
+configuration, the patchset registry, the target environment and the output, each made on
+first use (a command that never reads the environment never resolves ``--python``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from argparse import Namespace
+
+    from compatkit.cli.output import Output
+    from compatkit.delivery.wheels import WheelSource
+    from compatkit.env.target import Environment
+    from compatkit.load.config import ProjectConfig
+    from compatkit.load.registry import Registry
+
+_UNSET = object()
+
+
+class Context:
+    def __init__(self, args: Namespace, out: Output) -> None:
+        self.args = args
+        self.out = out
+        self._config: object = _UNSET
+        self._registry: Registry | None = None
+        self._env: Environment | None = None
+
+    @property
+    def config(self) -> ProjectConfig | None:
+        """The nearest pyproject.toml's ``[tool.compatkit]`` (or ``--config``'s), if any."""
+        if self._config is _UNSET:
+            from compatkit.load.config import find_config
+
+            self._config = find_config(Path.cwd(), self.args.config)
+        return self._config  # type: ignore[return-value]
+
+    @property
+    def patchset_dirs(self) -> list[Path]:
+        """``--patchset-dir``, then the project's ``patchset-dirs``."""
+        config = self.config
+        return [*self.args.patchset_dir, *(config.patchset_dirs if config else [])]
+
+    @property
+    def registry(self) -> Registry:
+        if self._registry is None:
+            from compatkit.load.registry import Registry
+
+            self._registry = Registry(self.patchset_dirs)
+        return self._registry
+
+    @property
+    def env(self) -> Environment:
+        """The target environment: ``--python``'s, else the active venv's or compatkit's own."""
+        if self._env is None:
+            from compatkit.env.target import Environment
+
+            self._env = Environment.for_python(self.args.python)
+        return self._env
+
+    def wheels(self) -> WheelSource:
+        """Where pristine wheels come from: ``--wheel-dir``, then the index (not ``--offline``)."""
+        from compatkit.delivery.wheels import WheelSource
+
+        offline = getattr(self.args, "offline", False)
+        return WheelSource.configure(self.args.wheel_dir, offline, self.env.executable)
