@@ -66,8 +66,8 @@ def test_revert_reads_each_state_file_once(demo: Demo, monkeypatch: pytest.Monke
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 35: apply enters 18 modules today (loading: load.registry, trust, validate, "
-    "cache, cachedir; load.diffcache; env.disk), the goal is 12",
+    reason="issue 35: apply enters 17 modules today (loading: load.registry, trust, validate, "
+    "cache, cachedir; env.disk, env.rollback_check), the goal is 12",
 )
 def test_apply_goes_down_once_and_comes_back(demo: Demo) -> None:
     """Issue 35: apply's route, traced as revert's, enters at most 12 modules."""
