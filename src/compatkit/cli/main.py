@@ -136,7 +136,7 @@ def _pristine(args: Namespace, env: Any, out: Any) -> int:
     if args.all and (args.pristine is None or args.pristine or args.patchset):
         raise UsageError("--all goes with --pristine alone: verify --pristine --all")
     if args.all:
-        return verify.verify_pristine_all(env, out)
+        return verify.verify_pristine_all(env, out, getattr(args, "verbose", False))
     if not args.pristine:
         raise UsageError("--pristine takes a distribution (or --all)")
     return verify.verify_pristine(env, args.pristine, out)

@@ -86,8 +86,9 @@ def verify_pristine(env: Environment, name: str, out: Output | None = None) -> i
     return 0
 
 
-def verify_pristine_all(env: Environment, out: Output | None = None) -> int:
-    """``verify --pristine --all``: one line per distribution that is not pristine."""
+def verify_pristine_all(env: Environment, out: Output | None = None, verbose: bool = False) -> int:
+    """``verify --pristine --all``: per distribution that is not pristine, one line and the
+    files that are off (the first ten; ``verbose``: all); ``--json``: every path."""
     from compatkit.ops.pristine import check_all
 
     out = out or Output()
@@ -96,7 +97,7 @@ def verify_pristine_all(env: Environment, out: Output | None = None) -> int:
     if reports:
         raise CompatkitError(
             f"{len(reports)} of {checked} distributions are not pristine",
-            [r.line() for r in reports],
+            [r.line() if out.json_mode else r.text(verbose) for r in reports],
         )
     out.line(f"all {checked} distributions: every file matches its RECORD", style="green")
     return 0
