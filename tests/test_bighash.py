@@ -6,6 +6,7 @@ so nothing the test process itself holds counts."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 
 from compatkit import bounded
 from compatkit.env.target import Environment
-from compatkit.model.records import hash_bytes, record_hash, row_for
+from compatkit.model.records import hash_bytes, row_for
 from compatkit.ops.verify import pristine_problems
 from conftest import Venv, build_wheel, run_cli
 
@@ -31,6 +32,10 @@ def _streamed(path: Path) -> str:
         for block in iter(lambda: f.read(8 * MIB), b""):
             h.update(block)
     return record_hash(h.digest())
+
+
+def record_hash(digest: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _add_to_record(venv: Venv, dist: str, rows: list[str]) -> None:
@@ -120,7 +125,7 @@ def changing(small_venv: Venv, monkeypatch: pytest.MonkeyPatch) -> Iterator[Call
     readv = os.readv
 
     def arrange(new_size: int) -> None:
-        calls = []
+        calls: list[int] = []
 
         def changing_readv(fd: int, buffers: list[memoryview]) -> int:
             n = readv(fd, buffers)
@@ -130,7 +135,7 @@ def changing(small_venv: Venv, monkeypatch: pytest.MonkeyPatch) -> Iterator[Call
                     f.truncate(new_size)
             return n
 
-        monkeypatch.setattr(bounded.os, "readv", changing_readv)
+        monkeypatch.setattr(os, "readv", changing_readv)
 
     yield arrange
 

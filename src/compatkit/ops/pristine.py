@@ -173,7 +173,7 @@ def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
                     results[order[k]] = files.hash(path, threads=True)
                 except CompatkitError as exc:
                     results[order[k]] = NOT_READ + exc.message
-        except BaseException as exc:  # noqa: BLE001 - raised again on the calling thread
+        except BaseException as exc:  # raised again on the calling thread
             failed.append(exc)
 
     workers = [threading.Thread(target=work) for _ in range(min(threads(), len(jobs)))]
@@ -202,7 +202,7 @@ def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[
 
 
 def _on_disk(keys: list[_Key], by_root: dict[Path, Dist]) -> dict[_Key, str | None]:
-    """The RECORD-form hash of each file (None: missing; ``NOT_READ`` and why): :func:`hash_files`."""
+    """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`."""
     found = hash_files([(by_root[root].files, path) for root, path in keys])
     return dict(zip(keys, found, strict=True))
 
