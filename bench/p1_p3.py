@@ -1,4 +1,5 @@
-"""P1: start-up of status / verify / explain; P3: verify --pristine over all of vLLM.
+"""P1: start-up of status / verify / explain; P3: verify --pristine over all of vLLM; P3-all:
+verify --pristine --all over the whole environment.
 
 P1 times the commands in the same rounds as ``python -c pass`` and, as peers (no target), the
 ``--version`` of pre-commit, nox and pip installed beside compatkit (``nox -s bench`` installs
@@ -143,3 +144,69 @@ def p3(report: Report, python: Path) -> None:
             1.2,
         )
     )
+
+
+def cores() -> int:
+    """The CPUs this process may run on (its affinity), as compatkit's hashing counts them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def p3_all(report: Report, python: Path) -> None:
+    """P3-all: ``verify --pristine --all`` over the whole environment against ``sha256sum``
+    over the same files (every regular file a RECORD lists, once) with ``xargs -P <cores>``,
+    timed in turn in the same rounds."""
+    runs = 1 if report.quick else 5
+    exe = python.parent / "compatkit"
+    env = _env()
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    files: set[str] = set()
+    for record in site.glob("*.dist-info/RECORD"):
+        for row in csv.reader(record.read_text().splitlines()):
+            listed = len(row) > 1 and row[1] and not row[0].startswith(("..", "/"))
+            if listed and (site / row[0]).is_file():
+                files.add(row[0])
+    size = sum((site / f).stat().st_size for f in files)
+    n = cores()
+    with tempfile.NamedTemporaryFile("w", suffix=".lst", delete=False) as lst:
+        lst.write("\0".join(sorted(files)))
+    sha = ["sh", "-c", f"xargs -0 -P {n} -n 200 sha256sum < {lst.name} > /dev/null"]
+    verify = [str(exe), "verify", "--pristine", "--all"]
+    try:
+        sha_s, ck_s = interleaved(
+            runs, lambda: timed(sha, env=env, cwd=site), _any_exit(verify, env)
+        )
+    finally:
+        Path(lst.name).unlink()
+    report.add(
+        Figure(
+            "P3-all",
+            f"compatkit verify --pristine --all ({len(files)} files, {size >> 20} MiB)",
+            ck_s,
+            f"sha256sum, xargs -P {n}",
+            sha_s,
+            1.0,
+        )
+    )
+
+
+def _any_exit(cmd: list[str], env: dict[str, str]) -> Callable[[], float]:
+    """A timed run of ``cmd`` whatever its exit code (a real environment is rarely pristine:
+    the patchset is applied here)."""
+    import time
+
+    def run() -> float:
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - start
+
+    return run

@@ -54,8 +54,36 @@ def test_names_the_overwriting_distribution(
     # shared/__init__.py is the same empty file in both: only runtime.py differs
     assert lines[1:] == [
         "  - newbind 13.5: 1 file overwritten by oldpy 12.6",
-        "  - third 1.0: 1 file missing; 1 file match no RECORD",
+        "    overwritten by oldpy 12.6: shared/runtime.py",
+        "  - third 1.0: 1 file missing; 1 file matches no RECORD",
+        "    missing: third/b.py",
+        "    matches no RECORD: third/a.py",
     ]
+
+
+def test_the_first_ten_files_and_a_count_all_with_verbose(
+    make_venv: Callable[..., Venv], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = make_venv()
+    files = {f"many/m{i:02}.py": b"x = 1\n" for i in range(12)}
+    venv.install(build_wheel(tmp_path, "many", "1.0", {"many/__init__.py": b"", **files}))
+    for name in files:
+        _edit(venv.site / name, b"x = 2\n")
+    code, _, err = run_cli(capsys, "--python", venv.python, "verify", "--pristine", "--all")
+    assert code == 1
+    assert err.splitlines()[1:] == [
+        "  - many 1.0: 12 files match no RECORD",
+        *[f"    matches no RECORD: many/m{i:02}.py" for i in range(10)],
+        "    and 2 more (--verbose: all)",
+    ]
+    code, _, err = run_cli(capsys, "--python", venv.python, "verify", "--pristine", "--all", "-v")
+    assert err.splitlines()[2:] == [f"    matches no RECORD: {n}" for n in sorted(files)]
+    code, out, _ = run_cli(
+        capsys, "--json", "--python", venv.python, "verify", "--pristine", "--all"
+    )
+    (report,) = json.loads(out)["distributions"]
+    assert report["match_no_record"] == 12
+    assert report["files"]["match_no_record"] == sorted(files)
 
 
 def test_json_and_the_other_way_round(
@@ -78,6 +106,12 @@ def test_json_and_the_other_way_round(
             "match_no_record": 0,
             "outside_environment": [],
             "not_read": [],
+            "files": {
+                "overwritten_by": {"newbind 13.5": ["shared/runtime.py"]},
+                "patched_by": {},
+                "missing": [],
+                "match_no_record": [],
+            },
         }
     ]
 
@@ -96,7 +130,8 @@ def test_files_a_patchset_changed_are_named_as_patched(demo: Demo) -> None:
     assert demo.run("apply", "demo-fix")[0] == 0
     code, _, err = demo.run("verify", "--pristine", "--all")
     assert code == 1
-    assert err.splitlines()[1:] == ["  - demo 1.0: 2 files patched by demo-fix"]
+    assert err.splitlines()[1] == "  - demo 1.0: 2 files patched by demo-fix"
+    assert all(line.startswith("    patched by demo-fix: ") for line in err.splitlines()[2:4])
     assert demo.run("revert", "demo-fix")[0] == 0
     assert demo.run("verify", "--pristine", "--all")[0] == 0
 

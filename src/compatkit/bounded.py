@@ -8,7 +8,10 @@ file of gigabytes. :func:`read` looks first (``stat``: nothing but a regular fil
 opened, so no device is opened for what opening it does), opens ``O_NONBLOCK | O_NOCTTY``,
 checks again on the open file (``fstat``: a swap in between is caught), and reads at most
 ``limit`` bytes. Anything else raises :class:`Refused`: one line naming the file, exit 1.
-:func:`tail` is the same rule for a stream (``explain -``'s standard input).
+:func:`tail` is the same rule for a stream (``explain -``'s standard input). :func:`sha256`
+opens a file by the same rule and hashes it in :data:`HASH_CHUNK` pieces: what it keeps in
+memory is one buffer, whatever the file's size (a sparse file of terabytes is hashed, slowly,
+in the same memory as a small one).
 
 >>> import os, tempfile
 >>> folder = tempfile.mkdtemp()
@@ -36,6 +39,7 @@ METADATA = 64 * MIB  # RECORD, METADATA, a state file: far above any real one (a
 SMALL = MIB  # pyvenv.cfg, a .pth's head, INSTALLER: a few lines each
 INSTALLED = 4 << 30  # a file RECORD lists: wheels' own bound is 2 GiB an entry
 CHUNK = MIB
+HASH_CHUNK = MIB  # one read per hash update: large enough that the syscalls cost little
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _FLAGS = (
@@ -158,3 +162,46 @@ def tail(fd: int, keep: int, where: str) -> tuple[bytes, bool]:
             cut = True
     data = b"".join(kept)
     return (data[-keep:], True) if len(data) > keep else (data, cut)
+
+
+def sha256_open(fd: int, st: os.stat_result, threads: bool = False) -> bytes:
+    """The SHA-256 digest of the open regular file ``fd`` (``st``: its ``fstat``), read in
+    :data:`HASH_CHUNK` pieces into one reused buffer. It hashes what the file holds as it is
+    read: one that grows meanwhile is hashed to at most one chunk past its ``fstat`` size, one
+    that shrinks to where it ends; either way not its old digest, so it shows as changed.
+    A file of at most :data:`compatkit.digest.SMALL` bytes may take the interpreter's own
+    SHA-256 (no OpenSSL import on the start-up path), as :func:`compatkit.digest.sha256`;
+    ``threads`` (the caller hashes on several threads): always OpenSSL's, which releases the
+    GIL while it hashes."""
+    from compatkit.digest import sha256
+
+    h = sha256(small=False if threads else None, size=st.st_size)
+    buf = bytearray(min(HASH_CHUNK, st.st_size + 1))
+    view = memoryview(buf)
+    left = st.st_size + HASH_CHUNK  # past its size: it grew while read; stop there
+    while left > 0:
+        n = os.readv(fd, [view[: min(len(buf), left)]])
+        if not n:
+            break
+        h.update(view[:n])
+        left -= n
+    return h.digest()
+
+
+def sha256(
+    path: str | os.PathLike[str],
+    *,
+    dir_fd: int | None = None,
+    follow: bool = True,
+    where: str = "",
+    threads: bool = False,
+) -> bytes:
+    """The SHA-256 digest of the regular file ``path``, streamed (:func:`sha256_open`):
+    peak memory does not grow with its size. Raises :class:`Refused` (not a regular file)
+    or OSError (FileNotFoundError: missing), as :func:`read` does."""
+    shown = where or os.fspath(path)
+    fd, st = open_regular(path, dir_fd=dir_fd, follow=follow, where=shown)
+    try:
+        return sha256_open(fd, st, threads)
+    finally:
+        os.close(fd)

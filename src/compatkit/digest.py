@@ -33,13 +33,16 @@ SMALL = 256 * 1024
 _budget = [SMALL]
 
 
-def sha256(data: bytes = b"", small: bool | None = None) -> Hash:
+def sha256(data: bytes = b"", small: bool | None = None, size: int | None = None) -> Hash:
     """A SHA-256 hash object of ``data`` (``small``: force the choice; None: the built-in
-    module while this process has hashed less than :data:`SMALL` bytes with it)."""
+    module while this process has hashed less than :data:`SMALL` bytes with it). ``size``:
+    how many bytes it will hash in all, when they come later through ``update`` (a file
+    streamed by :func:`compatkit.bounded.sha256`); ``len(data)`` if not given."""
     if small is None:
-        small = len(data) <= _budget[0]
+        size = len(data) if size is None else size
+        small = size <= _budget[0]
         if small:
-            _budget[0] -= len(data)
+            _budget[0] -= size
     if small and _builtin is not None:
         return _builtin(data)  # type: ignore[no-any-return]
     import hashlib

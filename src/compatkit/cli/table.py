@@ -158,6 +158,11 @@ COMMANDS: dict[str, Command] = {
             },
             {"flags": ("--all",), "kind": "flag", "help": "with --pristine: every distribution"},
             {
+                "flags": ("-v", "--verbose"),
+                "kind": "flag",
+                "help": "with --pristine --all: name every file that is off (default: ten each)",
+            },
+            {
                 "flags": ("--allow-empty",),
                 "kind": "flag",
                 "help": "exit 0 when there is nothing to verify (default: that is a failure)",

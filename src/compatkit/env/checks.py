@@ -14,7 +14,6 @@ from compatkit.errors import PatchFormatError
 from compatkit.model import startup_code
 from compatkit.model.diff import FileDiff
 from compatkit.model.patchset import Patchset
-from compatkit.model.records import hash_bytes
 from compatkit.model.results import DiffState, PatchState
 from compatkit.value import Value
 
@@ -104,11 +103,10 @@ def state_problems(dist: Dist, state: State) -> list[str]:
     problems = []
     others = [s for s in states_of(dist) if s.patchset != state.patchset]
     for f in state.files:
-        data = dist.read(f.path)
-        current = None if data is None else hash_bytes(data)
+        current = dist.hash(f.path)  # streamed: a patched file may be a large one
         if current == expected_sha(state, f, others):
             continue
-        if data is None:
+        if current is None:
             problems.append(f"{f.path} is missing")
         elif f.written_sha is None:
             problems.append(f"{f.path} is back, though {state.patchset} deleted it")
@@ -136,8 +134,7 @@ def _drifted_ids(dist: Dist, state: State) -> set[str]:
     drifted: set[str] = set()
     others = [s for s in states_of(dist) if s.patchset != state.patchset]
     for f in state.files:
-        data = dist.read(f.path)
-        if (None if data is None else hash_bytes(data)) != expected_sha(state, f, others):
+        if dist.hash(f.path) != expected_sha(state, f, others):
             drifted.update(f.patches)
     return drifted
 

@@ -107,6 +107,11 @@ class Dist(Value):
         """The bytes at ``relpath`` below the root, None if absent; never outside the root."""
         return self.files.read(relpath)
 
+    def hash(self, relpath: str, threads: bool = False) -> str | None:
+        """The RECORD-form hash of the file at ``relpath``, None if absent: streamed, with
+        no size bound (:meth:`compatkit.env.files.DiskFiles.hash`)."""
+        return self.files.hash(relpath, threads)
+
 
 class Environment(Value):
     __slots__ = ("executable", "paths", "cache_tag", "_markers")

@@ -30,7 +30,12 @@ def hash_bytes(data: bytes, threads: bool = False) -> str:
     the hashing (P1). ``threads``: the caller hashes on several threads (verify
     --pristine, P3), so always OpenSSL's, which releases the GIL.
     """
-    digest = sha256(data, small=False if threads else None).digest()
+    return record_hash(sha256(data, small=False if threads else None).digest())
+
+
+def record_hash(digest: bytes) -> str:
+    """RECORD's ``sha256=`` form of a SHA-256 ``digest`` (a file's, hashed as it is streamed:
+    :func:`compatkit.bounded.sha256`)."""
     encoded = binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=")
     return "sha256=" + encoded.decode("ascii")
 

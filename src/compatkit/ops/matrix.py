@@ -23,7 +23,6 @@ from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
 from compatkit.model.matrix import Cell, find_cell, load_matrix
 from compatkit.model.patchset import Patchset
-from compatkit.model.records import hash_bytes
 from compatkit.model.results import (
     DiffState,
     MatrixState,
@@ -48,7 +47,7 @@ def fingerprint(env: Environment, ps: Patchset) -> dict[str, str | None]:
         return {}
     rows = dist.read_record().rows
     paths = [r.path for r in rows if not r.path.startswith("..")] + [dist.record_relpath]
-    return {p: (hash_bytes(d) if (d := dist.read(p)) is not None else None) for p in paths}
+    return {p: dist.hash(p) for p in paths}  # streamed: memory does not grow with a file
 
 
 def _entry(

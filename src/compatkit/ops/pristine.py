@@ -1,43 +1,51 @@
 """``verify --pristine --all``: every distribution of an environment against its RECORD.
 
-Each file a RECORD lists is hashed once, however many RECORDs list it, on the same thread
-pool as ``verify --pristine DIST`` (P3). A file whose bytes differ from its RECORD row is
+Each file a RECORD lists is hashed once, however many RECORDs list it, streamed
+(:func:`compatkit.bounded.sha256`: memory does not grow with a file's size) on as many threads
+as this process may run on (:func:`hash_files`, shared with ``verify --pristine DIST``),
+largest files first. A file whose bytes differ from its RECORD row is
 attributed: when another installed distribution's RECORD lists the same path and the bytes on
 disk are that one's, the file was **overwritten** by it (two wheels shipping one path: the
 installer that ran last won, and ``pip check`` sees nothing). Otherwise it is missing or
 matches no RECORD at all. Files a compatkit patchset changed (its state lists them; apply
 rewrites their RECORD rows) are counted as patched by it, as ``verify --pristine DIST`` does.
 A RECORD row pointing outside the environment is counted and never read; a listed file that
-is not a regular file (a FIFO, a device) or too large is counted as not read
-(:mod:`compatkit.bounded`).
+is not a regular file (a FIFO, a device) is counted as not read (:mod:`compatkit.bounded`).
+Each report names its files (:meth:`DistReport.text`: the first :data:`SHOWN`, and a count).
 
 >>> r = DistReport("cuda-bindings", "13.5.0")
->>> r.overwritten["cuda-python 12.6.2.post1"] = 40
->>> r.line()
-'cuda-bindings 13.5.0: 40 files overwritten by cuda-python 12.6.2.post1'
+>>> r.overwritten["cuda-python 12.6.2.post1"] = ["cuda/a.py", "cuda/b.py"]
+>>> r.foreign.append("cuda/c.py")
+>>> print(r.text())
+cuda-bindings 13.5.0: 2 files overwritten by cuda-python 12.6.2.post1; 1 file matches no RECORD
+    overwritten by cuda-python 12.6.2.post1: cuda/a.py
+    overwritten by cuda-python 12.6.2.post1: cuda/b.py
+    matches no RECORD: cuda/c.py
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+import itertools
+import os
+import threading
 from contextlib import ExitStack
 from pathlib import Path
 
+from compatkit.env.files import DiskFiles
 from compatkit.env.session import Session
 from compatkit.env.state import states_of
 from compatkit.env.target import Dist, Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import outside_environment, quoted
-from compatkit.model.records import hash_bytes
 from compatkit.value import Value
 
 _Key = tuple[Path, str]  # (the root a RECORD is under, the path it lists)
-NOT_READ = "!"  # _on_disk's mark of a file not read: never the start of a RECORD hash
+NOT_READ = "!"  # hash_files' mark of a file not read: never the start of a RECORD hash
+SHOWN = 10  # paths a report shows per distribution without --verbose
 
 
 class DistReport(Value):
-    """What is off in one distribution; empty counters: it is pristine."""
+    """What is off in one distribution, each file by path; all empty: it is pristine."""
 
     __slots__ = (
         "name",
@@ -52,10 +60,10 @@ class DistReport(Value):
 
     def __init__(self, name: str, version: str) -> None:
         self.name, self.version = name, version
-        self.overwritten: Counter[str] = Counter()  # "other-dist version" -> files
-        self.patched: Counter[str] = Counter()  # compatkit patchset -> files
-        self.missing = 0
-        self.foreign = 0  # differs, and matches no other RECORD either
+        self.overwritten: dict[str, list[str]] = {}  # "other-dist version" -> paths
+        self.patched: dict[str, list[str]] = {}  # compatkit patchset -> paths
+        self.missing: list[str] = []
+        self.foreign: list[str] = []  # differs, and matches no other RECORD either
         self.outside: list[str] = []  # RECORD rows pointing outside the environment
         self.unread: list[str] = []  # "path: why" of listed files not read (a FIFO, ...)
 
@@ -69,13 +77,26 @@ class DistReport(Value):
             or self.unread
         )
 
-    def parts(self) -> list[str]:
-        out = [f"{_files(n)} overwritten by {who}" for who, n in sorted(self.overwritten.items())]
-        out += [f"{_files(n)} patched by {ps}" for ps, n in sorted(self.patched.items())]
+    def _groups(self) -> list[tuple[str, str, list[str]]]:
+        """(summary, label, paths) for each kind of file that is off, in report order."""
+        out = [
+            (f"{_files(len(p))} overwritten by {who}", f"overwritten by {who}", p)
+            for who, p in sorted(self.overwritten.items())
+        ]
+        out += [
+            (f"{_files(len(p))} patched by {ps}", f"patched by {ps}", p)
+            for ps, p in sorted(self.patched.items())
+        ]
         if self.missing:
-            out.append(f"{_files(self.missing)} missing")
+            out.append((f"{_files(len(self.missing))} missing", "missing", self.missing))
         if self.foreign:
-            out.append(f"{_files(self.foreign)} match no RECORD")
+            n = len(self.foreign)
+            verb = "matches" if n == 1 else "match"
+            out.append((f"{_files(n)} {verb} no RECORD", "matches no RECORD", self.foreign))
+        return out
+
+    def parts(self) -> list[str]:
+        out = [summary for summary, _, _ in self._groups()]
         if self.outside:
             n = len(self.outside)
             rows = f"{n} RECORD row{'s' if n != 1 else ''}"
@@ -88,16 +109,32 @@ class DistReport(Value):
     def line(self) -> str:
         return f"{self.name} {self.version}: {'; '.join(self.parts())}"
 
+    def text(self, verbose: bool = False) -> str:
+        """:meth:`line`, then one line per file that is off: the first :data:`SHOWN` and how
+        many more (``verbose``: every one)."""
+        named = [f"{label}: {path}" for _, label, paths in self._groups() for path in paths]
+        shown = named if verbose else named[:SHOWN]
+        lines = [self.line()] + [f"    {n}" for n in shown]
+        if len(named) > len(shown):
+            lines.append(f"    and {len(named) - len(shown)} more (--verbose: all)")
+        return "\n".join(lines)
+
     def doc(self) -> dict[str, object]:
         return {
             "distribution": self.name,
             "version": self.version,
-            "overwritten_by": dict(self.overwritten),
-            "patched_by": dict(self.patched),
-            "missing": self.missing,
-            "match_no_record": self.foreign,
+            "overwritten_by": {who: len(p) for who, p in self.overwritten.items()},
+            "patched_by": {ps: len(p) for ps, p in self.patched.items()},
+            "missing": len(self.missing),
+            "match_no_record": len(self.foreign),
             "outside_environment": self.outside,
             "not_read": self.unread,
+            "files": {
+                "overwritten_by": {who: sorted(p) for who, p in self.overwritten.items()},
+                "patched_by": {ps: sorted(p) for ps, p in self.patched.items()},
+                "missing": sorted(self.missing),
+                "match_no_record": sorted(self.foreign),
+            },
         }
 
 
@@ -107,6 +144,46 @@ def _files(n: int) -> str:
 
 def _more(n: int) -> str:
     return f", and {n - 1} more" if n > 1 else ""
+
+
+def threads() -> int:
+    """How many threads hashing uses: as many as this process may run on (its CPU affinity,
+    which a container's cpuset narrows), at least one."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS, Windows: no affinity call
+        return max(1, os.cpu_count() or 1)
+
+
+def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
+    """The RECORD-form hash of each (files, path) job, in order (None: missing;
+    ``NOT_READ`` and why: a FIFO, a device), each file streamed, on :func:`threads` threads,
+    the largest files first (one big file started last would finish alone). OpenSSL's
+    SHA-256 releases the GIL while it hashes a chunk, so the threads hash in parallel."""
+    results: list[str | None] = [None] * len(jobs)
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][0].size(jobs[i][1]))
+    taken = itertools.count()  # next() on a count is atomic: each index goes to one thread
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            while (k := next(taken)) < len(order):
+                files, path = jobs[order[k]]
+                try:
+                    results[order[k]] = files.hash(path, threads=True)
+                except CompatkitError as exc:
+                    results[order[k]] = NOT_READ + exc.message
+        except BaseException as exc:  # raised again on the calling thread
+            failed.append(exc)
+
+    workers = [threading.Thread(target=work) for _ in range(min(threads(), len(jobs)))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if failed:
+        raise failed[0]
+    return results
 
 
 def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[tuple[Dist, str]]]:
@@ -125,18 +202,9 @@ def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[
 
 
 def _on_disk(keys: list[_Key], by_root: dict[Path, Dist]) -> dict[_Key, str | None]:
-    """The RECORD-form hash of each file (None: missing; ``NOT_READ`` and why: a FIFO, a
-    device, too large), hashed on four threads (P3)."""
-
-    def one(key: _Key) -> str | None:
-        try:
-            data = by_root[key[0]].read(key[1])
-        except CompatkitError as exc:
-            return NOT_READ + exc.message
-        return None if data is None else hash_bytes(data, threads=True)
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(zip(keys, pool.map(one, keys, chunksize=32), strict=True))
+    """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`."""
+    found = hash_files([(by_root[root].files, path) for root, path in keys])
+    return dict(zip(keys, found, strict=True))
 
 
 def check_all(env: Environment) -> tuple[int, list[DistReport]]:
@@ -155,7 +223,9 @@ def check_all(env: Environment) -> tuple[int, list[DistReport]]:
         }
     for d in dists:  # compatkit rewrites RECORD for what it patched: count those as patched
         for state in states_of(d):
-            reports[id(d)].patched[state.patchset] += len(state.files)
+            reports[id(d)].patched.setdefault(state.patchset, []).extend(
+                f.path for f in state.files
+            )
     for key, owners in listed.items():
         for dist, want in owners:
             _attribute(reports[id(dist)], key, want, disk[key], owners, patched)
@@ -177,8 +247,8 @@ def _attribute(
     if got is not None and got.startswith(NOT_READ):
         report.unread.append(got[len(NOT_READ) :])
     elif got is None:
-        report.missing += 1
+        report.missing.append(key[1])
     elif winner := next((d for d, h in owners if h == got and d.name != report.name), None):
-        report.overwritten[f"{winner.name} {winner.version}"] += 1
+        report.overwritten.setdefault(f"{winner.name} {winner.version}", []).append(key[1])
     else:
-        report.foreign += 1
+        report.foreign.append(key[1])

@@ -17,7 +17,6 @@ from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
 from compatkit.model.paths import outside_environment, quoted
-from compatkit.model.records import Row, hash_bytes
 from compatkit.value import Value
 
 if TYPE_CHECKING:
@@ -121,18 +120,6 @@ def unproven(registry: Registry, names: list[str]) -> list[str]:
     return [n for n in names if n not in known]
 
 
-def _hash_row(dist: Dist, row: Row) -> str | None:
-    try:
-        data = dist.read(row.path)
-    except CompatkitError as exc:  # a FIFO, a device, too large (compatkit.bounded): not read
-        return exc.message
-    if data is None:
-        return f"{row.path} is missing"
-    if hash_bytes(data, threads=True) != row.hash:
-        return f"{row.path} does not match its RECORD hash"
-    return None
-
-
 def pristine_problems(dist: Dist) -> list[str]:
     """Every file that differs from RECORD, every RECORD row that points outside the
     environment (never read), and every file a patchset patched. Rows an installer wrote for
@@ -146,11 +133,16 @@ def pristine_problems(dist: Dist) -> list[str]:
             )
         elif row.hash and not row.path.startswith("/") and ".." not in row.path.split("/"):
             rows.append(row)
-    from concurrent.futures import ThreadPoolExecutor
+    from compatkit.ops.pristine import NOT_READ, hash_files
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        found = pool.map(lambda r: _hash_row(dist, r), rows, chunksize=32)
-        out += [p for p in found if p]
+    found = hash_files([(dist.files, row.path) for row in rows])
+    for row, got in zip(rows, found, strict=True):
+        if got is None:
+            out.append(f"{row.path} is missing")
+        elif got.startswith(NOT_READ):  # a FIFO, a device (compatkit.bounded): not read
+            out.append(got[len(NOT_READ) :])
+        elif got != row.hash:
+            out.append(f"{row.path} does not match its RECORD hash")
     for state in states_of(dist):
         out += [f"{f.path} is patched by {state.patchset}" for f in state.files]
     return out

@@ -99,9 +99,10 @@ def _pristine(args: Namespace, ctx: Context) -> int:
             {"ok": not reports, "checked": checked, "distributions": [r.doc() for r in reports]}
         )
         if reports:
+            verbose = getattr(args, "verbose", False)  # the first ten files each, or all
             raise CompatkitError(
                 f"{len(reports)} of {checked} distributions are not pristine",
-                [r.line() for r in reports],
+                [r.line() if out.json_mode else r.text(verbose) for r in reports],
             )
         out.line(f"all {checked} distributions: every file matches its RECORD", style="green")
         return 0
