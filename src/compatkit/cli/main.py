@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
+# the commands that write nothing: packaging's answers may come from the cache for them
+READ_ONLY = ("status", "verify", "explain", "list")
 
 
 def _project(args: Namespace, config: Any, registry: Any, env: Any, out: Any) -> int:
@@ -165,9 +167,11 @@ def _runtime_mode(args: Namespace, registry: Any, env: Any, out: Any) -> int:
 
 def _run(args: Namespace, out: Any) -> int:
     from compatkit.env.target import Environment
+    from compatkit.load.cache import remember_answers
     from compatkit.load.config import find_config
     from compatkit.load.registry import Registry
 
+    remember_answers(args.command in READ_ONLY)  # commands that write ask packaging itself
     if args.command == "diff" and args.patchset_dir:
         from compatkit.cli.outputs import output_dir
 

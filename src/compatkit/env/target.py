@@ -13,10 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from compatkit.env.files import DiskFiles
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.model.answers import canonicalize_name
 from compatkit.model.records import Record
 from compatkit.value import Value
 

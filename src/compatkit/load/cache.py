@@ -1,4 +1,5 @@
-"""A small start-up cache: parsed TOML tables and ``--python`` probe results (marshal).
+"""A small start-up cache: parsed TOML tables, ``--python`` probe results and the read-only
+commands' remembered answers (:mod:`compatkit.model.answers`), as marshal data.
 
 Both cost more than the rest of a read-only command: importing ``tomllib`` ≈ 12 ms (it pulls
 in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈ 25 ms (a second
@@ -101,3 +102,48 @@ def _parse_toml(raw: bytes) -> dict[str, object]:
     else:  # pragma: no cover
         import tomli as tomllib
     return tomllib.loads(raw.decode("utf-8"))
+
+
+# At most this many remembered answers in one table (a real stack's site-packages holds a few
+# hundred distribution names); a table that grows past it starts again from one run's answers.
+MAX_ANSWERS = 20_000
+_answers_at: list[Path | None] = [None]  # where this process's answers go
+_at_exit: list[bool] = []
+
+
+def remember_answers(on: bool) -> None:
+    """Turn :mod:`compatkit.model.answers` on with the answers stored for this compatkit,
+    packaging and Python (the read-only commands), or off (every other command: all is
+    computed). What this process adds is stored when it exits."""
+    from compatkit.model import answers
+
+    _store_answers()  # a previous command of this process (tests call main() repeatedly)
+    if not on:
+        answers.use(None)
+        return
+    import packaging  # its __init__ alone: the version
+
+    from compatkit import __version__
+
+    key = f"{answers.FORMAT}\0{__version__}\0{packaging.__version__}\0{sys.version}"
+    path = entry("answers", key.encode())
+    table = load(path) or {}
+    answers.use(table)
+    _answers_at[0] = path
+    if not _at_exit:
+        import atexit
+
+        atexit.register(_store_answers)
+        _at_exit.append(True)
+
+
+def _store_answers() -> None:
+    from compatkit.model import answers
+
+    path, _answers_at[0] = _answers_at[0], None
+    new = answers.learned()
+    if path is None or not new or not path.parent.parent.is_dir():
+        return  # nothing new, or the cache folder is gone (a test's temporary one)
+    table = answers.known()
+    store(path, table if len(table) <= MAX_ANSWERS else dict(new))
+    new.clear()
