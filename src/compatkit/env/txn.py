@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from compatkit.env.disk import JOURNAL as JOURNAL  # where recover and the tests look for it
-from compatkit.env.disk import rmtree as _rmtree
 from compatkit.env.disk import sync_fs as _sync_fs
 from compatkit.env.target import Dist
 from compatkit.errors import CompatkitError
@@ -113,7 +113,7 @@ def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int])
     from compatkit.model import journal
 
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
-    _rmtree(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     entries: list[journal.Entry] = []
     with open(tmp / "blobs", "wb") as blobs:
@@ -213,7 +213,7 @@ def _finish(journal: Path) -> None:
     done = journal.with_name(f"{JOURNAL}.del")
     os.replace(journal, done)
     _step()
-    _rmtree(done, ignore_errors=False)
+    shutil.rmtree(done)
 
 
 def commit(dist: Dist, changes: Sequence[Change]) -> None:
@@ -224,10 +224,10 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
         modes: dict[str, int] = {}
         journal = _write_journal(dist, changes, modes)
     except CompatkitError as exc:
-        _rmtree(dist.dist_info / f"{JOURNAL}.tmp")
+        shutil.rmtree(dist.dist_info / f"{JOURNAL}.tmp", ignore_errors=True)
         raise CompatkitError(f"{exc.message}; nothing was changed", exc.problems) from None
     except OSError as exc:
-        _rmtree(dist.dist_info / f"{JOURNAL}.tmp")
+        shutil.rmtree(dist.dist_info / f"{JOURNAL}.tmp", ignore_errors=True)
         raise _write_error(dist, exc) from None
     try:
         made: set[str] = set()
@@ -349,8 +349,8 @@ def _journal_left(dist: Dist) -> Path | None:
     """The journal an interrupted run left, if any; half-written or finished ones are removed
     (a ``.tmp`` journal was never in force, a ``.del`` one was committed)."""
     info = dist.dist_info
-    _rmtree(info / f"{JOURNAL}.tmp")
-    _rmtree(info / f"{JOURNAL}.del")
+    shutil.rmtree(info / f"{JOURNAL}.tmp", ignore_errors=True)
+    shutil.rmtree(info / f"{JOURNAL}.del", ignore_errors=True)
     folder = info / JOURNAL
     return folder if os.path.lexists(folder) else None
 
