@@ -1,23 +1,24 @@
 """A small start-up cache: parsed TOML tables, ``--python`` probe results and the read-only
 commands' remembered answers (:mod:`compatkit.model.answers`), as marshal data.
 
-Both cost more than the rest of a read-only command: importing ``tomllib`` ≈ 12 ms (it pulls
-in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈ 25 ms (a second
-Python start-up). See docs/benchmarks.md, P1 and P2.
+Each costs more than the rest of a read-only command: importing ``tomllib`` (it pulls in
+``datetime`` and ``string``), probing another interpreter (a second Python start-up), importing
+packaging and compiling a patched module (docs/benchmarks.md, P1).
 
 Entries live under ``$COMPATKIT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/compatkit``, else
 ``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML, diffs) or a hash of
 everything that could change the answer (probe: the interpreter's path, its symlink and binary
-``stat``, ``pyvenv.cfg``, the kernel), so an entry is never stale; a missing, unreadable or
-corrupt one just means doing the work again. Entries are ``marshal`` data (marshal is built in,
-where ``json`` costs ≈ 1.5 ms to import, and reads faster); values it cannot hold exactly (dates,
-NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an unwritable home directory
-turns it off silently.
+``stat``, ``pyvenv.cfg``, the kernel); the answers are one table per compatkit, packaging and
+Python version, each question holding all its answer depends on. So an entry is never stale;
+a missing, unreadable or corrupt one just means doing the work again. Entries are ``marshal``
+data (marshal is built in, where ``json`` is imported, and reads faster); values it cannot hold
+exactly (dates, NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an
+unwritable home directory turns it off silently.
 
-Nothing cached decides an outcome: :mod:`compatkit.load.cachedir` serves an entry only from a folder
-the user owns and nobody else can write, and only with a valid MAC under the user's own secret,
-so an entry is exactly what this user's compatkit computed from the same input (docs/security.md,
-"The cache").
+Nothing cached decides an outcome: :mod:`compatkit.load.cachedir` serves an entry only from a
+folder the user owns and nobody else can write, and only with a valid MAC under the user's own
+secret, so an entry is exactly what this user's compatkit computed from the same input
+(docs/security.md, "The cache"); the remembered answers serve only commands that write nothing.
 """
 
 from __future__ import annotations

@@ -25,11 +25,11 @@ import shutil
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import proof
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 
