@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -81,33 +83,39 @@ def test_a_link_inside_the_folder_is_never_followed(demo: Demo, tmp_path: Path) 
     assert code == 1 and f"{src} is a symbolic link" in err
 
 
-@pytest.mark.parametrize("remove", ["rmtree_at", "rmtree_walk"])
+@pytest.mark.parametrize("version", [(3, 10), (3, 11)])
 def test_a_tree_is_removed_through_fds_without_following_a_link(
-    tmp_path: Path, remove: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: tuple[int, int]
 ) -> None:
-    """Both ways (shutil's on 3.11+, the walk on 3.10, which lacks rmtree's dir_fd) remove a
-    folder with all in it, and the links in it, never what a link points to."""
+    """shutil.rmtree by the folder's descriptor (3.11+) or by its full path (3.10, which
+    lacks rmtree's dir_fd) removes a folder with all in it, and the links in it, never what a
+    link points to."""
     from compatkit.runtime import folder
 
+    if version < (3, 11):
+        monkeypatch.setattr(folder, "sys", SimpleNamespace(version_info=version))
+    elif sys.version_info < (3, 11):
+        pytest.skip("shutil.rmtree has no dir_fd before 3.11")
     victim = tmp_path / "victim"
     (victim / "keep").mkdir(parents=True)
     (victim / "keep" / "data.txt").write_text("precious\n")
-    tree = tmp_path / "top" / "tree"
+    top = tmp_path / "top"
+    tree = top / "tree"
     (tree / "a" / "b").mkdir(parents=True)
     (tree / "a" / "b" / "f.py").write_text("x = 1\n")
     (tree / "g.py").write_text("y = 2\n")
     (tree / "a" / "to-dir").symlink_to(victim)
     (tree / "to-file").symlink_to(victim / "keep" / "data.txt")
-    (tmp_path / "top" / "link").symlink_to(tree)
-    fd = os.open(tmp_path / "top", os.O_RDONLY | os.O_DIRECTORY)
+    (top / "link").symlink_to(tree)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with pytest.raises(OSError):  # the folder named is a link: refused, nothing removed
-            getattr(folder, remove)(fd, "link")
+            folder.rmtree_at(fd, "link", top / "link")
         assert (tree / "g.py").exists()
-        getattr(folder, remove)(fd, "tree")
+        folder.rmtree_at(fd, "tree", tree)
     finally:
         os.close(fd)
-    assert sorted(p.name for p in (tmp_path / "top").iterdir()) == ["link"]
+    assert sorted(p.name for p in top.iterdir()) == ["link"]
     assert (victim / "keep" / "data.txt").read_text() == "precious\n"
 
 

@@ -1,8 +1,8 @@
 """SHA-256 for the start-up path, without importing hashlib.
 
-``hashlib`` loads OpenSSL (≈ 2.5 ms of every command that imports it: benchmark P1). The
-interpreter's own SHA-256 module is loaded in ≈ 0.1 ms but hashes ≈ 7× slower (5.5 ms per MiB
-here, against OpenSSL's 0.75 ms), so :func:`sha256` uses it while the process has hashed
+``hashlib`` loads OpenSSL (a cost of every command that imports it: benchmark P1). The
+interpreter's own SHA-256 module loads in a fraction of that but hashes several times slower
+than OpenSSL, so :func:`sha256` uses it while the process has hashed
 little (:data:`SMALL` bytes in all: what a status or an explain hashes) and hashlib's after
 that (an apply hashes every file it touches several times): the same digests either way.
 
@@ -13,9 +13,10 @@ that (an apply hashes every file it touches several times): the same digests eit
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["SMALL", "Hash", "sha256"]
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash
 
@@ -28,7 +29,7 @@ except ImportError:
         _builtin = None
 
 # Up to this many bytes in all, the built-in module's slower hashing costs less than
-# importing hashlib (≈ 1.2 ms of extra hashing at most, against ≈ 2.5 ms of import).
+# importing hashlib (docs/benchmarks.md, P1).
 SMALL = 256 * 1024
 _budget = [SMALL]
 

@@ -1,11 +1,10 @@
 """Plain value objects: equality, hashing and ``repr`` from ``__slots__``.
 
-Private slots (``_name``: caches) and ``__dict__`` are not fields. The modules on the start-up
-path of ``status``, ``verify`` and ``explain`` define their records as small slotted classes on
-this base instead of dataclasses: importing ``dataclasses`` pulls in ``inspect`` (and with it
-``ast``, ``dis``, ``tokenize``), and generating the methods of 17 classes costs a few more
-milliseconds, ≈ 18 ms in all, a quarter of the start-up budget (docs/benchmarks.md, P1).
-``__init__`` stays hand-written and typed, so mypy checks every caller.
+Private slots (``_name``: caches) and ``__dict__`` are not fields. compatkit's one value-object
+idiom (CONTRIBUTING.md, "Value objects"): importing ``dataclasses`` pulls in ``inspect`` (and
+with it ``ast``, ``dis``, ``tokenize``) and generating each class's methods costs more again,
+measured on P1's path in docs/benchmarks.md. ``__init__`` stays hand-written and typed, so
+mypy checks every caller.
 
 >>> class Point(Value):
 ...     __slots__ = ("x", "y")
@@ -23,7 +22,6 @@ def _names(cls: type) -> list[str]:
     return [s for s in cls.__slots__ if not s.startswith("_")]  # type: ignore[attr-defined]
 
 
-# kept over dataclass(slots=True), which moves bench P1 explain patch-6 3.95× → 5.17×
 class Value:
     __slots__ = ()
 

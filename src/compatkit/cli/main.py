@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from compatkit.cli.output import Output
 
 ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
+# the commands that write nothing: packaging's answers may come from the cache for them
+READ_ONLY = ("status", "verify", "explain", "list")
 
 
 def _run(args: Namespace, out: Output) -> int:
@@ -36,7 +38,9 @@ def _run(args: Namespace, out: Output) -> int:
 
     from compatkit.cli import table
     from compatkit.cli.context import Context
+    from compatkit.load.cache import remember_answers
 
+    remember_answers(args.command in READ_ONLY)  # commands that write ask packaging itself
     command = import_module(table.module(args.command))
     code: int = command.run(args, Context(args, out))
     return code

@@ -1,32 +1,38 @@
 """Read-only questions about a patchset in an environment: does it fit, is it applied, drifted?
 
->>> from packaging.requirements import Requirement
->>> _version_problem(Requirement("vllm>=0.16,<0.17"), "0.11.0")
+packaging's answers and the compile check's verdicts come through
+:func:`compatkit.model.answers.remember` (remembered only for the commands that write nothing).
+
+>>> need = "vllm>=0.16,<0.17"
+>>> _version_problem(("vllm", "<0.17,>=0.16", False, "vllm<0.17,>=0.16"), need, "0.11.0")
 'needs vllm<0.17,>=0.16, found vllm 0.11.0'
 """
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING
+
+from compatkit.digest import sha256
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.state import FileState, State, states_of
 from compatkit.env.target import Dist, Environment
-from compatkit.errors import PatchFormatError
-from compatkit.model import startup_code
+from compatkit.model import answers, startup_code
 from compatkit.model.diff import FileDiff
-from compatkit.model.patchset import Patchset
+from compatkit.model.patchset import Patchset, marker_holds, requirement_admits
 from compatkit.model.results import DiffState, PatchState
 from compatkit.value import Value
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
-    from packaging.requirements import Requirement
+    from compatkit.model.patchset import Facts
 
 
-def _version_problem(req: Requirement, found: str | None) -> str | None:
+def _version_problem(facts: Facts, text: str, found: str | None) -> str | None:
+    name, specifier, _, shown = facts
     if found is None:
-        return f"needs {req}, which is not installed"
-    if not req.specifier.contains(found, prereleases=True):
-        return f"needs {req.name}{req.specifier}, found {req.name} {found}"
+        return f"needs {shown}, which is not installed"
+    if not requirement_admits(text, found):
+        return f"needs {name}{specifier}, found {name} {found}"
     return None
 
 
@@ -34,7 +40,7 @@ def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
     """Why the installed target does not fit ``ps`` (None: it fits)."""
     if dist is None:
         return f"needs {ps.distribution}{ps.specifier_text}, which is not installed"
-    if not ps.specifier.contains(dist.version, prereleases=True):
+    if not ps.accepts(dist.version):
         return f"needs {ps.target}, found {ps.distribution} {dist.version}"
     return None
 
@@ -42,11 +48,12 @@ def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
 def requirement_problems(ps: Patchset, env: Environment, dist: Dist | None) -> list[str]:
     """Every way the environment misses the patchset's target and requirements."""
     problems = [target_problem(ps, dist)]
-    for req in ps.requires:
-        if req.marker is not None and not req.marker.evaluate(env.markers):
+    for text in ps.requires_text:
+        facts = ps.requirement(text)
+        if facts[2] and not marker_holds(text, env.markers):
             continue
-        found = env.find(req.name)
-        problems.append(_version_problem(req, found.version if found else None))
+        found = env.find(facts[0])
+        problems.append(_version_problem(facts, text, found.version if found else None))
     return [p for p in problems if p]
 
 
@@ -55,25 +62,15 @@ def constraint_problems(ps: Patchset, env: Environment) -> list[str]:
     none: a constraint limits what is installed, as ``pip install -c`` reads it)."""
     found = []
     for pin, _ in ps.constraints:
-        req = _requirement(ps, pin)
-        dist = env.find(req.name)
+        name, _, marker, _ = ps.requirement(pin, "constraint")
+        dist = env.find(name)
         if dist is None:
             continue
-        if req.marker is not None and not req.marker.evaluate(env.markers):
+        if marker and not marker_holds(pin, env.markers):
             continue
-        if not req.specifier.contains(dist.version, prereleases=True):
+        if not requirement_admits(pin, dist.version):
             found.append(f"constraint {pin} unmet: found {dist.name} {dist.version}")
     return found
-
-
-def _requirement(ps: Patchset, pin: str) -> Requirement:
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        return Requirement(pin)
-    except InvalidRequirement as exc:
-        where = f"{ps.root}/patchset.toml"
-        raise PatchFormatError(f"{where}: bad constraint {pin!r}: {exc}") from None
 
 
 def expected_sha(state: State, f: FileState, others: list[State]) -> str | None:
@@ -145,11 +142,18 @@ def _uncompilable(contents: dict[str, bytes | None], files: tuple[FileDiff, ...]
     for fd in files:
         data = contents.get(fd.path)
         if fd.path.endswith(".py") and data is not None:
-            try:
-                compile(data, fd.path, "exec", dont_inherit=True)
-            except (SyntaxError, ValueError):
+            question = sha256(data, small=True).hexdigest()
+            if not answers.remember("compiles", question, partial(_compiles, data)):
                 return fd.path
     return None
+
+
+def _compiles(source: bytes) -> bool:
+    try:
+        compile(source, "<patched>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:

@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from compatkit.env.disk import JOURNAL
 from compatkit.env.lock import locked
 from compatkit.env.state import State, find_applied, load_state, state_names
 from compatkit.env.target import Dist, Environment
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from compatkit.env import txn
     from compatkit.env.plan import Overlay

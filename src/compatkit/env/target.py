@@ -13,11 +13,10 @@ import os
 import sys
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from compatkit import bounded
 from compatkit.env.files import DiskFiles
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.model.answers import canonicalize_name
 from compatkit.model.records import Record
 from compatkit.value import Value
 
@@ -195,7 +194,7 @@ class Environment(Value):
         return dist if settled else self._find_general(wanted)
 
     def _scan(self, wanted: str) -> tuple[bool, Dist | None]:
-        """The common cases without importing importlib-metadata (≈ 13 ms of start-up).
+        """The common cases without importing importlib.metadata (start-up time, P1).
 
         Lists each path entry in order and matches metadata folder names as
         importlib-metadata's ``name=`` lookup does. Settled: no entry holds a folder for

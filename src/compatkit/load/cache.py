@@ -1,22 +1,24 @@
-"""A small start-up cache: parsed TOML tables and ``--python`` probe results (marshal).
+"""A small start-up cache: parsed TOML tables, ``--python`` probe results and the read-only
+commands' remembered answers (:mod:`compatkit.model.answers`), as marshal data.
 
-Both cost more than the rest of a read-only command: importing ``tomllib`` ≈ 12 ms (it pulls
-in ``typing``, ``datetime`` and ``string``), and probing another interpreter ≈ 25 ms (a second
-Python start-up). See docs/benchmarks.md, P1 and P2.
+Each costs more than the rest of a read-only command: importing ``tomllib`` (it pulls in
+``datetime`` and ``string``), probing another interpreter (a second Python start-up), importing
+packaging and compiling a patched module (docs/benchmarks.md, P1).
 
 Entries live under ``$COMPATKIT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/compatkit``, else
 ``~/.cache/compatkit``), one file per key. Keys are content hashes (TOML) or a hash of
 everything that could change the answer (probe: the interpreter's path, its symlink and binary
-``stat``, ``pyvenv.cfg``, the kernel), so an entry is never stale; a missing, unreadable or
-corrupt one just means doing the work again. Entries are ``marshal`` data (marshal is built in,
-where ``json`` costs ≈ 1.5 ms to import, and reads faster); values it cannot hold exactly (dates,
-NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an unwritable home directory
-turns it off silently.
+``stat``, ``pyvenv.cfg``, the kernel); the answers are one table per compatkit, packaging and
+Python version, each question holding all its answer depends on. So an entry is never stale;
+a missing, unreadable or corrupt one just means doing the work again. Entries are ``marshal``
+data (marshal is built in, where ``json`` is imported, and reads faster); values it cannot hold
+exactly (dates, NaN) are not cached. ``COMPATKIT_NO_CACHE=1`` turns the cache off; an
+unwritable home directory turns it off silently.
 
-Nothing cached decides an outcome: :mod:`compatkit.load.cachedir` serves an entry only from a folder
-the user owns and nobody else can write, and only with a valid MAC under the user's own secret,
-so an entry is exactly what this user's compatkit computed from the same input (docs/security.md,
-"The cache").
+Nothing cached decides an outcome: :mod:`compatkit.load.cachedir` serves an entry only from a
+folder the user owns and nobody else can write, and only with a valid MAC under the user's own
+secret, so an entry is exactly what this user's compatkit computed from the same input
+(docs/security.md, "The cache"); the remembered answers serve only commands that write nothing.
 """
 
 from __future__ import annotations
@@ -101,3 +103,48 @@ def _parse_toml(raw: bytes) -> dict[str, object]:
     else:  # pragma: no cover
         import tomli as tomllib
     return tomllib.loads(raw.decode("utf-8"))
+
+
+# At most this many remembered answers in one table (a real stack's site-packages holds a few
+# hundred distribution names); a table that grows past it starts again from one run's answers.
+MAX_ANSWERS = 20_000
+_answers_at: list[Path | None] = [None]  # where this process's answers go
+_at_exit: list[bool] = []
+
+
+def remember_answers(on: bool) -> None:
+    """Turn :mod:`compatkit.model.answers` on with the answers stored for this compatkit,
+    packaging and Python (the read-only commands), or off (every other command: all is
+    computed). What this process adds is stored when it exits."""
+    from compatkit.model import answers
+
+    _store_answers()  # a previous command of this process (tests call main() repeatedly)
+    if not on:
+        answers.use(None)
+        return
+    import packaging  # its __init__ alone: the version
+
+    from compatkit import __version__
+
+    key = f"{answers.FORMAT}\0{__version__}\0{packaging.__version__}\0{sys.version}"
+    path = entry("answers", key.encode())
+    table = load(path) or {}
+    answers.use(table)
+    _answers_at[0] = path
+    if not _at_exit:
+        import atexit
+
+        atexit.register(_store_answers)
+        _at_exit.append(True)
+
+
+def _store_answers() -> None:
+    from compatkit.model import answers
+
+    path, _answers_at[0] = _answers_at[0], None
+    new = answers.learned()
+    if path is None or not new or not path.parent.parent.is_dir():
+        return  # nothing new, or the cache folder is gone (a test's temporary one)
+    table = answers.known()
+    store(path, table if len(table) <= MAX_ANSWERS else dict(new))
+    new.clear()

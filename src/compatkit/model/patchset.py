@@ -12,12 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compatkit.errors import PatchFormatError
+from compatkit.model import answers
 from compatkit.model.diff import FileDiff, parse_diff, shown
 from compatkit.value import Value
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
+
+    # a requirement as packaging reads it: name, specifier, whether it has a marker, as printed
+    Facts = tuple[str, str, bool, str]
 
 REQUIRED_FIELDS = ("patch-id", "title", "symptom", "cause", "fix", "smoke-test")
 OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update", "smoke-needs")
@@ -146,7 +150,31 @@ class Patchset(Value):
     @property
     def target(self) -> str:
         """``distribution`` + specifier as packaging prints it."""
-        return f"{self.distribution}{self.specifier}"
+        shown = answers.remember("specifier", self.specifier_text, lambda: str(self.specifier))
+        return f"{self.distribution}{shown}"
+
+    def accepts(self, version: str) -> bool:
+        """Whether the target's specifier admits ``version`` (pre-releases too)."""
+        return answers.remember(
+            "specifier-contains",
+            f"{self.specifier_text}\0{version}",
+            lambda: self.specifier.contains(version, prereleases=True),
+        )
+
+    def requirement(self, text: str, what: str = "requirement") -> Facts:
+        """A ``requires`` entry or a constraint pin (``what``) as packaging reads it: its name,
+        specifier, whether it has a marker, and how it prints. Raises PatchFormatError."""
+        return answers.remember("requirement", text, lambda: self._facts(text, what))
+
+    def _facts(self, text: str, what: str) -> Facts:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as exc:
+            where = f"{self.root}/patchset.toml"
+            raise PatchFormatError(f"{where}: bad {what} {text!r}: {exc}") from None
+        return req.name, str(req.specifier), req.marker is not None, str(req)
 
     @property
     def requires(self) -> tuple[Requirement, ...]:
@@ -295,3 +323,30 @@ def smoke_clashes(dirs: list[Path]) -> list[str]:
                 clashes.append(rel)
             seen.add(rel)
     return clashes
+
+
+def requirement_admits(text: str, version: str) -> bool:
+    """Whether the requirement ``text`` (already read by :meth:`Patchset.requirement`)
+    admits ``version`` (pre-releases too)."""
+    return answers.remember(
+        "requirement-contains", f"{text}\0{version}", lambda: _admits(text, version)
+    )
+
+
+def marker_holds(text: str, markers: dict[str, str]) -> bool:
+    """Whether the marker of the requirement ``text`` holds in the environment ``markers``."""
+    question = f"{text}\0{sorted(markers.items())!r}"
+    return answers.remember("requirement-marker", question, lambda: _holds(text, markers))
+
+
+def _admits(text: str, version: str) -> bool:
+    from packaging.requirements import Requirement
+
+    return Requirement(text).specifier.contains(version, prereleases=True)
+
+
+def _holds(text: str, markers: dict[str, str]) -> bool:
+    from packaging.requirements import Requirement
+
+    marker = Requirement(text).marker
+    return marker is None or marker.evaluate(markers)

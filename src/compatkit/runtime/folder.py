@@ -25,11 +25,11 @@ import shutil
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import statfacts
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -84,31 +84,16 @@ def resolve(given: Path) -> Path:
     return Path(os.path.realpath(path.parent)) / path.name
 
 
-def rmtree_at(fd: int, name: str) -> None:
-    """Remove the folder ``name`` in the folder open as ``fd``, with all in it, following no
-    link: ``shutil.rmtree(name, dir_fd=fd)`` on 3.11+, :func:`rmtree_walk` on 3.10 (which
-    lacks ``dir_fd`` there)."""
+def rmtree_at(fd: int, name: str, path: Path) -> None:
+    """``shutil.rmtree`` of the folder ``name`` in the folder open as ``fd``, whose full path
+    is ``path``: by ``dir_fd`` on 3.11+, by ``path`` on 3.10 (its rmtree has no ``dir_fd``;
+    every folder above ``path`` was checked trusted, so the path names the same folder).
+    Either way shutil's own descriptor walk: it refuses a link as the folder named, and
+    removes the links in it without following them."""
     if sys.version_info >= (3, 11):
         shutil.rmtree(name, dir_fd=fd)
     else:
-        rmtree_walk(fd, name)
-
-
-def rmtree_walk(fd: int, name: str) -> None:
-    """3.10's :func:`rmtree_at` (drop it with 3.10): each folder opened ``O_NOFOLLOW`` through
-    its parent's fd, each file or link unlinked there (a link is removed, never followed)."""
-    sub = os.open(name, _DIR, dir_fd=fd)  # a link here: an OSError, nothing removed
-    try:
-        with os.scandir(sub) as entries:
-            found = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
-        for entry, is_dir in found:
-            if is_dir:
-                rmtree_walk(sub, entry)
-            else:
-                os.unlink(entry, dir_fd=sub)
-    finally:
-        os.close(sub)
-    os.rmdir(name, dir_fd=fd)
+        shutil.rmtree(path)
 
 
 class Folder:
@@ -292,7 +277,7 @@ class Folder:
         try:
             st = os.lstat(name, dir_fd=fd)
             if stat.S_ISDIR(st.st_mode):
-                rmtree_at(fd, name)
+                rmtree_at(fd, name, self.root / relpath)
             else:
                 os.unlink(name, dir_fd=fd)
             return True

@@ -39,7 +39,7 @@ import sys
 from _frozen_importlib import ModuleSpec
 from _frozen_importlib_external import MAGIC_NUMBER, PathFinder, SourceFileLoader
 
-TYPE_CHECKING = False  # not typing's: typing costs a bare python +19 ms CPU on its 18
+TYPE_CHECKING = False  # not typing's: the hook runs at every start of the target (P7)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import CodeType
@@ -73,7 +73,7 @@ def unknown_interpreter(name: str, version: "Sequence[int]") -> str | None:
     return None
 
 
-# Classes cost ≈ 10-40 µs each to create at every start: the ones only a patched import or a
+# Each class costs time to create at every start: the ones only a patched import or a
 # refusal needs are made then, once (:func:`_lazy`); the start makes only the Finder.
 _made: "dict[str, Any]" = {}
 
@@ -137,7 +137,7 @@ def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> None:
 
 
 def _sha256(data: bytes) -> str:
-    """The interpreter's own SHA-256 (no OpenSSL load: hashlib costs ≈ 2.5 ms) for a module's
+    """The interpreter's own SHA-256 (no OpenSSL load, which hashlib is) for a module's
     source; hashlib for a big one, where OpenSSL's speed pays for its import."""
     if len(data) < 1 << 20:
         try:  # CPython 3.12+: _sha2; 3.10, 3.11: _sha256 (a failed import costs a path scan)
@@ -408,7 +408,7 @@ def _store_pyc(pyc: str, source: bytes, code: "CodeType") -> None:
 
 def register_lines(filename: str, source: bytes) -> None:
     """Put the patched lines of ``filename`` in linecache, and keep them there; if linecache
-    is not imported yet (it costs ≈ 5 ms: tokenize, re), when it is (:class:`_ThenLines`)."""
+    is not imported yet (it imports tokenize and re), when it is (:class:`_ThenLines`)."""
     _sources[filename] = source
     linecache = sys.modules.get("linecache")
     if linecache is not None:

@@ -31,6 +31,7 @@ import marshal
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit import atomic
 from compatkit.errors import CompatkitError, UsageError
@@ -39,7 +40,6 @@ from compatkit.runtime.folder import Folder, check_name
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
 from compatkit.runtime.statfacts import Facts
 
-TYPE_CHECKING = False  # not typing's: `import typing` moves bench P1 explain 3.95× → 4.24×
 if TYPE_CHECKING:
     from typing import Any
 
@@ -179,7 +179,7 @@ def _tag() -> str:
 def _write_pycs(folder: Folder, prep: Prepared, tag: str, hook: str, site: str | None) -> None:
     """Checked-hash pycs of the hook, ``sitecustomize.py`` and the patched sources, where the
     target reads them (the patched ones: as the hook names them): the target loads them even
-    with PYTHONDONTWRITEBYTECODE set (else it compiles the hook at every start, ≈ 5 ms), and
+    with PYTHONDONTWRITEBYTECODE set (else it compiles the hook at every start), and
     never runs one for other source (the source's hash is checked first)."""
     # timestamp pycs, as Python writes them: it need not read and hash the source at each start
     _write_pyc(folder, f"__pycache__/{hook}.{tag}.pyc", HOOK_SOURCE.read_bytes(), f"{hook}.py")
