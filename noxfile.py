@@ -2,7 +2,7 @@
 
 - tests: pytest, every test but the reliability suite; ``nox -s tests -- -m "not slow and not
   real"`` is the fast subset of every test
-- tests_versions(version): the fast subset on each other supported Python (3.10, 3.12, 3.13)
+- tests_versions: the fast subset on each other supported Python (3.10, 3.12, 3.13), side by side
 - lint: ruff, ruff format --check, mypy --strict, lint-imports (the layers),
   ``compatkit lint`` on every patchset
 - reliability: the crash, journal, fuzz, concurrency and security tests with a fixed budget
@@ -75,43 +75,86 @@ def tests(session: nox.Session) -> None:
 OTHER_PYTHONS = ("3.10", "3.12", "3.13")
 
 
+def _release(python: str) -> list[int]:
+    """``.../versions/3.12.1/bin/python3.12`` → [3, 12, 1] (pyenv's folder names)."""
+    return [int(x) for x in python.split("/")[-3].split(".") if x.isdigit()]
+
+
 def _interpreter(version: str) -> str | None:
-    """The interpreter ``python<version>`` on PATH runs, or None: not there, or one that does
-    not start (a pyenv shim for a version pyenv has not selected)."""
+    """A Python ``version`` that starts, or None: ``python<version>`` on PATH, else one that
+    pyenv installed (its shims run only the versions pyenv has selected)."""
+    import glob
     import shutil
     import subprocess
 
-    exe = shutil.which(f"python{version}")
-    if exe is None:
-        return None
+    on_path = shutil.which(f"python{version}")
+    candidates = [on_path] if on_path else []
+    pyenv = shutil.which("pyenv")
+    if pyenv:
+        root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+        found = glob.glob(f"{root}/versions/{version}.*/bin/python{version}")
+        candidates += sorted(found, key=_release, reverse=True)  # the newest release first
     code = "import sys; print(sys.executable, '%d.%d' % sys.version_info[:2])"
-    try:
-        out = subprocess.run([exe, "-c", code], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = out.stdout.split()
-    return found[0] if out.returncode == 0 and found[1:] == [version] else None
+    for exe in candidates:
+        try:
+            out = subprocess.run([exe, "-c", code], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        said = out.stdout.split()
+        if out.returncode == 0 and said[1:] == [version]:
+            return said[0]
+    return None
 
 
 @nox.session(python=False)
-@nox.parametrize("version", OTHER_PYTHONS)
-def tests_versions(session: nox.Session, version: str) -> None:
-    """The fast subset (``-m "not slow and not real"``) on Python ``version``; a version this
-    machine lacks is skipped with one line saying so. Arguments go to pytest."""
-    python = _interpreter(version)
-    if python is None:
-        session.skip(
-            f"Python {version}: no python{version} on PATH runs, so its fast subset did not run"
+def tests_versions(session: nox.Session) -> None:
+    """The fast subset (``-m "not slow and not real"``) on every other supported Python
+    (OTHER_PYTHONS), side by side: each in its own venv under .nox, its output in
+    build/tests-<version>.log, one summary line each. A version this machine lacks is skipped
+    with one line saying so. ``nox -s tests_versions -- 3.12`` runs one; further arguments go
+    to pytest."""
+    import subprocess
+    import time
+
+    asked = [a for a in session.posargs if a in OTHER_PYTHONS] or list(OTHER_PYTHONS)
+    extra = [a for a in session.posargs if a not in OTHER_PYTHONS]
+    (ROOT / "build").mkdir(exist_ok=True)
+    running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+    for version in asked:
+        python = _interpreter(version)
+        if python is None:
+            session.log(f"tests_versions: Python {version} skipped: none on this machine runs")
+            continue
+        venv = ROOT / ".nox" / f"tests_versions-{version}"
+        if not (venv / "bin" / "python").exists():
+            session.run("uv", "venv", "-q", "-p", python, str(venv), external=True)
+        target = str(venv / "bin" / "python")
+        session.run(
+            "uv", "pip", "install", "-q", "--python", target, "-e", ".[test,ray]", external=True
         )
-    venv = ROOT / ".nox" / f"tests_versions-{version}"
-    if not (venv / "bin" / "python").exists():
-        session.run("uv", "venv", "-q", "-p", python, str(venv), external=True)
-    target = str(venv / "bin" / "python")
-    session.run(
-        "uv", "pip", "install", "-q", "--python", target, "-e", ".[test,ray]", external=True
-    )
-    fast = ["-m", "not slow and not real", "-q", "-p", "no:cacheprovider"]
-    session.run(target, "-m", "pytest", *fast, *session.posargs, external=True)
+        log = ROOT / "build" / f"tests-{version}.log"
+        fast = ["-m", "not slow and not real", "-q", "-p", "no:cacheprovider", *extra]
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(
+                [target, "-m", "pytest", *fast], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT
+            )
+        running[version] = (proc, log)
+        session.log(f"tests_versions: Python {version} ({python}) started, output in {log}")
+    if not running:
+        session.skip("no other supported Python runs here: " + ", ".join(asked))
+    failed = []
+    started = time.monotonic()
+    for version, (proc, log) in running.items():
+        code = proc.wait()
+        lines = log.read_text("utf-8", "replace").rstrip().splitlines()
+        summary = lines[-1] if lines else "(no output)"
+        took = time.monotonic() - started
+        session.log(f"tests_versions: Python {version}: {summary} (done after {took:.0f} s)")
+        if code != 0:
+            failed.append(version)
+            print("\n".join(lines[-60:]))
+    if failed:
+        session.error(f"the fast subset failed on Python {', '.join(failed)}")
 
 
 # The reliability suite (docs/reliability.md): crash injection, journals, fuzzing,
