@@ -74,7 +74,7 @@ def _dispatch(args: Namespace, registry: Any, env: Any, out: Any) -> int:
         if cmd == "list":
             return status.list_patchsets(registry, env, out)
         pyproject = getattr(args, "project_pyproject", None)
-        return status.status(registry, env, args.patchset, out, pyproject)
+        return status.status(registry, env, args.patchset, out, pyproject, args.verbose)
     if cmd == "explain":
         from compatkit.cli.commands.explain import explain
 

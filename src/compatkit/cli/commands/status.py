@@ -9,7 +9,7 @@ from compatkit.env.checks import constraint_problems
 from compatkit.env.target import Dist, Environment
 from compatkit.load.registry import Registry
 from compatkit.model.results import PatchsetState
-from compatkit.ops.status import inspect_patchset, where
+from compatkit.ops.status import inspect_patchset, not_applicable, where
 
 
 def status(
@@ -18,7 +18,10 @@ def status(
     names: list[str],
     out: Output | None = None,
     pyproject: Path | None = None,
+    verbose: bool = False,
 ) -> int:
+    """Each patchset's table; with no name and not ``verbose``, one line for a patchset that
+    does not apply here (its target absent or another version), the tables for the rest."""
     out = out or Output()
     out.doc["patchsets"] = []
     wheels: list[str] = []  # distributions installed as patched wheels
@@ -45,15 +48,23 @@ def status(
                 ],
             }
         )
-        rows = [
-            [s.id, ps.patch(s.id).title if ps.patch(s.id) else "", str(s.status), s.detail]  # type: ignore[union-attr]
-            for s in statuses
-        ]
-        out.table(
-            f"{ps.name} {ps.version} → {ps.target} ({found}): {summary}",
-            ["patch", "title", "state", "detail"],
-            rows,
+        reason = None if names or verbose else not_applicable(found_here)
+        rows = (
+            []
+            if reason
+            else [
+                [s.id, ps.patch(s.id).title if ps.patch(s.id) else "", str(s.status), s.detail]  # type: ignore[union-attr]
+                for s in statuses
+            ]
         )
+        if reason:
+            out.line(f"{ps.name}: not applicable ({reason})", style="dim")
+        else:
+            out.table(
+                f"{ps.name} {ps.version} → {ps.target} ({found}): {summary}",
+                ["patch", "title", "state", "detail"],
+                rows,
+            )
         for line in unmet:
             out.line(f"{ps.name}: {line}", style="red")
         if dist is not None and "ck." in dist.version:  # a patched wheel?
