@@ -175,7 +175,9 @@ def _run(args: Namespace, out: Any) -> int:
         args.patchset_dir[-1].mkdir(parents=True, exist_ok=True)  # where diff writes
     config = find_config(Path.cwd(), args.config)
     dirs = [*args.patchset_dir, *(config.patchset_dirs if config else [])]
-    registry = Registry(dirs)
+    registry = Registry(
+        args.patchset_dir, *((config.patchset_dirs, config.patchset_source) if config else ())
+    )
     if args.command == "fleet":  # --python names an interpreter on the nodes, not here
         from compatkit.cli.commands.fleet import fleet
 

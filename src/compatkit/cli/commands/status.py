@@ -94,7 +94,11 @@ def _wheel_hint(out: Output, dist: Dist, wanted: str, stale: bool) -> None:
 def list_patchsets(registry: Registry, env: Environment, out: Output | None = None) -> int:
     out = out or Output()
     rows, docs = [], []
-    for ps in registry.all():
+    clashes = [line for name in registry.names() if (line := registry.conflict(name))]
+    for name in registry.names():
+        if registry.conflict(name):
+            continue
+        ps = registry.get(name)
         _, here = where(ps, env)
         docs.append(
             {
@@ -105,6 +109,7 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
                 "requires": [str(r) for r in ps.requires],
                 "state": here,
                 "path": str(ps.root),
+                "source": registry.source(ps),
                 "summary": ps.summary,
             }
         )
@@ -116,8 +121,13 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
                 ", ".join(str(r) for r in ps.requires),
                 str(len(ps.patches)),
                 str(here),
+                registry.source(ps),
             ]
         )
     out.doc["patchsets"] = docs
-    out.table("patchsets", ["name", "version", "target", "requires", "patches", "here"], rows)
-    return 0
+    out.doc["conflicts"] = clashes
+    columns = ["name", "version", "target", "requires", "patches", "here", "source"]
+    out.table("patchsets", columns, rows)
+    for line in clashes:
+        out.line(f"error: {line}", style="red")
+    return 2 if clashes else 0
