@@ -19,19 +19,19 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "package teamfix-patchsets 1.0"
 
 
-def _team_wheel(base: Path) -> Path:
-    """teamfix-patchsets 1.0: the folder teamfix_patchsets/ holding the patchset demo-team."""
-    made = write_patchset(base / "src", name="demo-team")
+def _team_wheel(base: Path, team: str = "teamfix") -> Path:
+    """TEAM-patchsets 1.0: the folder TEAM_patchsets/ holding the patchset demo-team."""
+    made = write_patchset(base / f"src-{team}", name="demo-team")
     files = {
-        f"teamfix_patchsets/demo-team/{p.relative_to(made)}": p.read_bytes()
+        f"{team}_patchsets/demo-team/{p.relative_to(made)}": p.read_bytes()
         for p in sorted(made.rglob("*"))
         if p.is_file()
     }
-    files["teamfix_patchsets/__init__.py"] = b""
-    files["teamfix_patchsets-1.0.dist-info/entry_points.txt"] = (
-        b"[compatkit.patchsets]\nteamfix = teamfix_patchsets\n"
+    files[f"{team}_patchsets/__init__.py"] = b""
+    files[f"{team}_patchsets-1.0.dist-info/entry_points.txt"] = (
+        f"[compatkit.patchsets]\n{team} = {team}_patchsets\n".encode()
     )
-    return build_wheel(base, "teamfix-patchsets", "1.0", files)
+    return build_wheel(base, f"{team}-patchsets", "1.0", files)
 
 
 def _venv(root: Path, *wheels: Path, compatkit: bool) -> Path:
@@ -86,6 +86,24 @@ def test_a_patchset_package_is_listed_applied_and_verified(tmp_path: Path) -> No
         code, out = _run([*compatkit, "--patchset-dir", str(tmp_path / "mine"), "list"], here)
         (row,) = [line for line in out.splitlines() if line.startswith("demo-team ")]
         assert code == 0 and row.endswith(source), out
+
+    # two packages with the same name: one line naming both, until the project picks one
+    (here / "pyproject.toml").unlink()
+    other = _team_wheel(tmp_path, "otherteam")
+    pip = [UV or "uv", "pip", "install", "-q", "--python", str(bin_ / "python"), "--no-deps"]
+    subprocess.run([*pip, str(other)], check=True)
+    code, out = _run([*compatkit, "list"], here)
+    clash = [line for line in out.splitlines() if "demo-team" in line]
+    assert code == 2 and len(clash) == 1 and "package otherteam-patchsets 1.0" in clash[0], out
+    assert SOURCE in clash[0], clash
+    code, out = _run([*compatkit, "apply", "demo-team"], here)
+    assert code == 2 and "two sources" in out, out
+    (here / "pyproject.toml").write_text(
+        '[tool.compatkit.patchset-source]\ndemo-team = "OtherTeam_Patchsets"\n'
+    )
+    code, out = _run([*compatkit, "list"], here)
+    (row,) = [line for line in out.splitlines() if line.startswith("demo-team ")]
+    assert code == 0 and row.endswith("package otherteam-patchsets 1.0"), out
 
 
 def test_entry_points_are_read_in_compatkits_own_environment_only(tmp_path: Path) -> None:

@@ -10,9 +10,11 @@ True
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.errors import UsageError
 from compatkit.load.trust import Finding, Resolver, check_folder, refusal, shown, survey_all
 from compatkit.model.patchset import Patch, Patchset
@@ -25,22 +27,45 @@ def bundled_dirs() -> list[Path]:
     return [c for c in candidates if c.is_dir()]
 
 
+GROUP = "compatkit.patchsets"
+
+
 def package_dirs() -> list[tuple[str, Path]]:
     """("package NAME VERSION", folder) for each ``compatkit.patchsets`` entry point of a
-    distribution in compatkit's own site-packages (never the --python target's, never
-    PYTHONPATH). The value names a package folder (``team_patchsets`` or ``team.sets``); it
-    is located, not imported: no code of the package runs."""
-    import sysconfig
-    from importlib.metadata import distributions
+    distribution in compatkit's own site-packages (``sys.prefix``'s; never the --python
+    target's, never PYTHONPATH). The value names a package folder (``team_patchsets`` or
+    ``team.sets``); it is located, not imported: no code of the package runs. Only the
+    distributions whose entry_points.txt names the group are read with importlib.metadata,
+    so a run in an environment without such a package imports nothing more."""
+    import site
 
-    paths = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
     found = []
-    for dist in distributions(path=paths):
-        for ep in dist.entry_points.select(group="compatkit.patchsets"):
+    for dist_info in _declaring(site.getsitepackages([sys.prefix])):
+        from importlib.metadata import PathDistribution
+
+        dist = PathDistribution(dist_info)
+        for ep in dist.entry_points.select(group=GROUP):
             where = ep.value.split(":")[0].strip()
             folder = Path(str(dist.locate_file(where.replace(".", "/"))))
             found.append((f"package {dist.name} {dist.version}", folder))
     return sorted(found)
+
+
+def _declaring(site_dirs: Sequence[str]) -> Iterator[Path]:
+    """The ``*.dist-info`` folders whose entry_points.txt mentions the group."""
+    for base in site_dirs:
+        try:
+            entries = sorted(e.name for e in os.scandir(base) if e.name.endswith(".dist-info"))
+        except OSError:  # no such folder (lib64 on this system, say)
+            continue
+        for name in entries:
+            path = Path(base, name)
+            try:
+                text = bounded.read(path / "entry_points.txt", 1 << 20)
+            except (OSError, bounded.Refused):
+                continue
+            if GROUP.encode() in text:
+                yield path
 
 
 def _is_file(path: Path) -> bool:
@@ -96,20 +121,22 @@ class Registry:
 
     def _locations(self) -> dict[str, Path]:
         found = self._scan(self.dirs)
-        packaged = self._scan([d for _, d in self._package_dirs()])
         self._sources.update({d: label for label, d in self._package_dirs()})
         self.conflicts = {}
-        for name, root in packaged.items():
-            if name not in found:
-                found[name] = root
-                continue
-            sources = [(self.source(found[name]), found[name]), (self.source(root), root)]
-            wanted = self._choose.get(name)
-            picked = [r for src, r in sources if wanted is not None and _names(src, wanted)]
-            if len(picked) == 1:
-                found[name] = picked[0]
-            else:
-                self.conflicts[name] = sources
+        for _, folder in self._package_dirs():
+            for name, root in self._scan([folder]).items():
+                if name not in found:
+                    found[name] = root
+                    continue
+                sources = [*self.conflicts.get(name, [(self.source(found[name]), found[name])])]
+                sources.append((self.source(root), root))
+                wanted = self._choose.get(name)
+                picked = [r for src, r in sources if wanted is not None and _names(src, wanted)]
+                if len(picked) == 1:
+                    found[name] = picked[0]
+                    self.conflicts.pop(name, None)
+                else:
+                    self.conflicts[name] = sources
         return found
 
     def _scan(self, dirs: Sequence[Path]) -> dict[str, Path]:
