@@ -1,10 +1,11 @@
 """Issue 37 item 4: a team ships patchsets as a package, through the ``compatkit.patchsets``
 entry-point group. A real wheel, installed with compatkit into a real venv; that venv's
-compatkit lists, applies and verifies from it, and reads entry points in its own environment
+compatkit lists, applies, verifies and proves from it, and reads entry points in its own environment
 only."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -71,6 +72,17 @@ def test_a_patchset_package_is_listed_applied_and_verified(tmp_path: Path) -> No
     (greet,) = (tmp_path / "venv").glob("lib/python*/site-packages/demo/greet.py")
     assert "'hi ' + name" in greet.read_text()
 
+    # prove from the package: each smoke test fails unpatched and passes patched
+    assert _run([*compatkit, "revert", "demo-team"], here)[0] == 0
+    pip = [UV or "uv", "pip", "install", "-q", "--python", str(bin_ / "python")]
+    subprocess.run([*pip, "pytest"], check=True)
+    code, out = _run([*compatkit, "prove", "demo-team", "--report", str(tmp_path / "r")], here)
+    assert code == 0, out
+    rows = json.loads((tmp_path / "r" / "demo-team.json").read_text())
+    assert [(r["unpatched"], r["without"], r["patched"]) for r in rows] == [
+        ("fail", "fail", "pass")
+    ] * 2, rows
+
     # the same name from a --patchset-dir: one line naming both sources, exit 2
     write_patchset(tmp_path / "mine", name="demo-team")
     code, out = _run([*compatkit, "--patchset-dir", str(tmp_path / "mine"), "list"], here)
@@ -90,8 +102,7 @@ def test_a_patchset_package_is_listed_applied_and_verified(tmp_path: Path) -> No
     # two packages with the same name: one line naming both, until the project picks one
     (here / "pyproject.toml").unlink()
     other = _team_wheel(tmp_path, "otherteam")
-    pip = [UV or "uv", "pip", "install", "-q", "--python", str(bin_ / "python"), "--no-deps"]
-    subprocess.run([*pip, str(other)], check=True)
+    subprocess.run([*pip, "--no-deps", str(other)], check=True)
     code, out = _run([*compatkit, "list"], here)
     clash = [line for line in out.splitlines() if "demo-team" in line]
     assert code == 2 and len(clash) == 1 and "package otherteam-patchsets 1.0" in clash[0], out
