@@ -15,7 +15,6 @@ import pytest
 
 from conftest import DEMO_FILES, UV, build_wheel, write_patchset
 
-pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "package teamfix-patchsets 1.0"
 
@@ -50,6 +49,7 @@ def _run(cmd: list[str], cwd: Path) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_a_patchset_package_is_listed_applied_and_verified(tmp_path: Path) -> None:
     demo = build_wheel(tmp_path, "demo", "1.0", DEMO_FILES)
     team = _team_wheel(tmp_path)
@@ -117,6 +117,7 @@ def test_a_patchset_package_is_listed_applied_and_verified(tmp_path: Path) -> No
     assert code == 0 and row.endswith("package otherteam-patchsets 1.0"), out
 
 
+@pytest.mark.slow
 def test_entry_points_are_read_in_compatkits_own_environment_only(tmp_path: Path) -> None:
     """A package in the --python target ships no patchsets to a compatkit installed elsewhere,
     and compatkit's own package ships them whatever the target."""
@@ -136,3 +137,19 @@ def test_entry_points_are_read_in_compatkits_own_environment_only(tmp_path: Path
         tmp_path,
     )
     assert code == 0 and "demo-team 1.0.0 → demo==1.0 (found demo 1.0): not applied" in out, out
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['patchset-source = ["demo-team"]', "patchset-source = { demo-team = 1 }"],
+)
+def test_a_bad_patchset_source_is_one_line(
+    table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import run_cli
+
+    (tmp_path / "pyproject.toml").write_text(f"[tool.compatkit]\n{table}\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "list")
+    assert code == 1 and out == "", (code, out)
+    assert err.count("\n") == 1 and "patchset-source] must map patchset names to strings" in err
