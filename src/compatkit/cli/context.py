@@ -47,7 +47,9 @@ class Context:
         if self._registry is None:
             from compatkit.load.registry import Registry
 
-            self._registry = Registry(self.patchset_dirs)
+            config, dirs = self.config, self.args.patchset_dir
+            project = (config.patchset_dirs, config.patchset_source) if config else ()
+            self._registry = Registry(dirs, *project)
         return self._registry
 
     @property

@@ -195,6 +195,11 @@ COMMANDS: dict[str, Command] = {
                 "nargs": "*",
                 "help": "the patchsets to show, each patch's state (default: every known patchset)",
             },
+            {
+                "flags": ("-v", "--verbose"),
+                "kind": "flag",
+                "help": "with no name, a table for every patchset, also those that do not apply",
+            },
             _RUNTIME,
         ),
     },

@@ -7,6 +7,9 @@
     patchset-dirs = ["patches"]        # relative to this pyproject.toml
     on-mismatch = "strict"             # or "warn"
 
+    [tool.compatkit.patchset-source]   # a name two sources ship: the one to use
+    team-fix = "team-patchsets"        # a package; or "bundled", "project", "--patchset-dir"
+
 >>> parse_config({"tool": {"compatkit": {"patchsets": ["a"]}}}, Path("/p/pyproject.toml")).policy
 'strict'
 """
@@ -28,7 +31,7 @@ MAX_BYTES = 16 << 20  # a pyproject.toml larger than this is not a project file
 
 
 class ProjectConfig(Value):
-    __slots__ = ("path", "patchsets", "patchset_dirs", "policy")
+    __slots__ = ("path", "patchsets", "patchset_dirs", "policy", "patchset_source")
 
     def __init__(
         self,
@@ -36,11 +39,13 @@ class ProjectConfig(Value):
         patchsets: tuple[str, ...],
         patchset_dirs: tuple[Path, ...],
         policy: str = "strict",
+        patchset_source: dict[str, str] | None = None,
     ) -> None:
         self.path = path
         self.patchsets = patchsets
         self.patchset_dirs = patchset_dirs
         self.policy = policy
+        self.patchset_source = patchset_source or {}
 
 
 def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
@@ -58,10 +63,16 @@ def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
             raise PatchFormatError(f"{path}: [tool.compatkit] {key} must be a list of strings")
     if policy not in POLICIES:
         raise PatchFormatError(f"{path}: [tool.compatkit] on-mismatch must be strict or warn")
+    source = table.get("patchset-source", {})
+    if not isinstance(source, dict) or not all(isinstance(v, str) for v in source.values()):
+        raise PatchFormatError(
+            f"{path}: [tool.compatkit.patchset-source] must map patchset names to strings"
+        )
     for entry in dirs:
         _check_entry(path, entry)
     base = path.parent
-    return ProjectConfig(path, tuple(names), tuple(base / d for d in dirs), str(policy))
+    found = tuple(base / d for d in dirs)
+    return ProjectConfig(path, tuple(names), found, str(policy), dict(source))
 
 
 def _check_entry(path: Path, entry: str) -> None:

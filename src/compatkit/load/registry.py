@@ -1,4 +1,6 @@
-"""Where patchsets come from: the ones shipped with compatkit plus ``--patchset-dir`` folders.
+"""Where patchsets come from: the ones shipped with compatkit (bundled), installed packages'
+``compatkit.patchsets`` entry points (read in compatkit's own environment only), the project's
+``patchset-dirs`` and ``--patchset-dir`` folders.
 
 >>> reg = Registry(extra_dirs=[])
 >>> "speculators-vllm016" in reg.names()  # doctest: +SKIP
@@ -8,9 +10,11 @@ True
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.errors import UsageError
 from compatkit.load.trust import Finding, Resolver, check_folder, refusal, shown, survey_all
 from compatkit.model.patchset import Patch, Patchset
@@ -21,6 +25,47 @@ def bundled_dirs() -> list[Path]:
     here = Path(__file__).resolve().parent.parent  # the compatkit package folder
     candidates = [here / "patchsets", here.parent.parent / "patchsets"]
     return [c for c in candidates if c.is_dir()]
+
+
+GROUP = "compatkit.patchsets"
+
+
+def package_dirs() -> list[tuple[str, Path]]:
+    """("package NAME VERSION", folder) for each ``compatkit.patchsets`` entry point of a
+    distribution in compatkit's own site-packages (``sys.prefix``'s; never the --python
+    target's, never PYTHONPATH). The value names a package folder (``team_patchsets`` or
+    ``team.sets``); it is located, not imported: no code of the package runs. Only the
+    distributions whose entry_points.txt names the group are read with importlib.metadata,
+    so a run in an environment without such a package imports nothing more."""
+    import site
+
+    found = []
+    for dist_info in _declaring(site.getsitepackages([sys.prefix])):
+        from importlib.metadata import PathDistribution
+
+        dist = PathDistribution(dist_info)
+        for ep in dist.entry_points.select(group=GROUP):
+            where = ep.value.split(":")[0].strip()
+            folder = Path(str(dist.locate_file(where.replace(".", "/"))))
+            found.append((f"package {dist.name} {dist.version}", folder))
+    return sorted(found)
+
+
+def _declaring(site_dirs: Sequence[str]) -> Iterator[Path]:
+    """The ``*.dist-info`` folders whose entry_points.txt mentions the group."""
+    for base in site_dirs:
+        try:
+            entries = sorted(e.name for e in os.scandir(base) if e.name.endswith(".dist-info"))
+        except OSError:  # no such folder (lib64 on this system, say)
+            continue
+        for name in entries:
+            path = Path(base, name)
+            try:
+                text = bounded.read(path / "entry_points.txt", 1 << 20)
+            except (OSError, bounded.Refused):
+                continue
+            if GROUP.encode() in text:
+                yield path
 
 
 def _is_file(path: Path) -> bool:
@@ -36,17 +81,67 @@ class Registry:
     (compatkit.load.trust), or it is refused. Each folder is resolved once, here, and read
     only through its resolved path."""
 
-    def __init__(self, extra_dirs: Sequence[Path]) -> None:
+    def __init__(
+        self,
+        extra_dirs: Sequence[Path],
+        project_dirs: Sequence[Path] = (),
+        choose: Mapping[str, str] | None = None,
+    ) -> None:
         self._trust = Resolver()
         extra = [check_folder(d, f"--patchset-dir {shown(d)}", self._trust) for d in extra_dirs]
-        # Later directories win, so a user's --patchset-dir can shadow a bundled patchset.
+        what = "[tool.compatkit] patchset-dirs"
+        project = [check_folder(d, f"{what} {shown(d)}", self._trust) for d in project_dirs]
+        # Later directories win, so a user's --patchset-dir can shadow a bundled patchset; a
+        # package's patchset shadows nothing: the same name elsewhere is a conflict, unless
+        # the project's [tool.compatkit] patchset-source names the one to use.
         self._bundled = bundled_dirs()
-        self.dirs = [*self._bundled, *extra]
+        self.dirs = [*self._bundled, *extra, *project]
+        self._sources: dict[Path, str] = {d: "bundled" for d in self._bundled}
+        self._sources.update({d: "project" for d in project})
+        self._sources.update({d: "--patchset-dir" for d in extra})
+        self._choose = dict(choose or {})
+        self._packages: list[tuple[str, Path]] | None = None
         self._cache: dict[str, Patchset] = {}
+        self.conflicts: dict[str, list[tuple[str, Path]]] = {}
+
+    def _package_dirs(self) -> list[tuple[str, Path]]:
+        if self._packages is None:
+            self._packages = [
+                (label, check_folder(d, label, self._trust)) for label, d in package_dirs()
+            ]
+        return self._packages
+
+    def source(self, ps: Patchset | Path) -> str:
+        """Where a patchset comes from: bundled, project, --patchset-dir or package NAME VER."""
+        root = ps if isinstance(ps, Path) else ps.root
+        for base in (root, root.parent):
+            if base in self._sources:
+                return self._sources[base]
+        return "--patchset-dir"
 
     def _locations(self) -> dict[str, Path]:
+        found = self._scan(self.dirs)
+        self._sources.update({d: label for label, d in self._package_dirs()})
+        self.conflicts = {}
+        for _, folder in self._package_dirs():
+            for name, root in self._scan([folder]).items():
+                if name not in found:
+                    found[name] = root
+                    continue
+                sources = [*self.conflicts.get(name, [(self.source(found[name]), found[name])])]
+                sources.append((self.source(root), root))
+                wanted = self._choose.get(name)
+                picked = [r for src, r in sources if wanted is not None and _names(src, wanted)]
+                if len(picked) == 1:
+                    found[name] = picked[0]
+                    self.conflicts.pop(name, None)
+                else:
+                    self.conflicts[name] = sources
+        return found
+
+    def _scan(self, dirs: Sequence[Path]) -> dict[str, Path]:
         found: dict[str, Path] = {}
-        for base in self.dirs:
+        for base in dirs:
             if _is_file(base / "patchset.toml"):
                 found[base.name] = base
                 continue
@@ -81,12 +176,28 @@ class Registry:
             raise _unknown(name, locations)
         return locations[name]
 
+    def conflict(self, name: str) -> str | None:
+        """One line naming both sources of ``name``, when it has two and the project chose
+        neither (None otherwise)."""
+        self._locations()
+        sources = self.conflicts.get(name)
+        if not sources:
+            return None
+        both = " and ".join(f"{src} ({shown(root)})" for src, root in sources)
+        return (
+            f"patchset {name!r} comes from two sources: {both}; name the one to use in "
+            f'[tool.compatkit.patchset-source] ({name} = "bundled", "project", '
+            '"--patchset-dir" or a package name)'
+        )
+
     def get(self, name: str) -> Patchset:
         if name in self._cache:
             return self._cache[name]
         locations = self._locations()
         if name not in locations:
             raise _unknown(name, locations)
+        if (clash := self.conflict(name)) is not None:
+            raise UsageError(clash)
         from compatkit.load.validate import load_patchset  # imported on the first load only
 
         root = locations[name]
@@ -101,6 +212,16 @@ class Registry:
 
     def find_patch(self, patch_id: str) -> list[tuple[Patchset, Patch]]:
         return [(ps, p) for ps in self.all() for p in ps.patches if p.id == patch_id]
+
+
+def _names(source: str, wanted: str) -> bool:
+    """Whether ``wanted`` (a patchset-source value) names ``source``: "bundled", "project",
+    "--patchset-dir" (or "patchset-dir"), or a package's distribution name."""
+    if source.startswith("package "):
+        from packaging.utils import canonicalize_name
+
+        return canonicalize_name(source.split()[1]) == canonicalize_name(wanted)
+    return source.lstrip("-") == wanted.lstrip("-")
 
 
 def _shipped() -> Resolver:

@@ -42,6 +42,18 @@ def inspect_patchset(ps: Patchset, env: Environment) -> Inspection:
     return Inspection(ps, dist, state, patch_statuses(ps, env, dist, state))
 
 
+def not_applicable(found: Inspection) -> str | None:
+    """Why the patchset does not apply here, one phrase (``needs vllm>=0.17,<0.18, found vllm
+    0.16.0``); None when it applies, or when a record says it was applied (then its patches'
+    states matter)."""
+    if found.state is not None or found.summary is not PatchsetState.NOT_APPLICABLE:
+        return None
+    ps = found.patchset
+    if found.dist is None:
+        return f"needs {ps.distribution}{ps.specifier_text}, not installed"
+    return found.statuses[0].detail
+
+
 def summarize(statuses: list[PatchStatus]) -> PatchsetState:
     """One phrase for the whole patchset, from its patches' statuses."""
     kinds = [s.status for s in statuses]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
 from compatkit.errors import UsageError
-from compatkit.ops.status import inspect_patchset, unmet_constraints, where
+from compatkit.ops.status import inspect_patchset, not_applicable, unmet_constraints, where
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -23,7 +23,10 @@ def status(
     names: list[str],
     out: Output | None = None,
     pyproject: Path | None = None,
+    verbose: bool = False,
 ) -> int:
+    """Each patchset's table; with no name and not ``verbose``, one line for a patchset that
+    does not apply here (its target absent or another version), the tables for the rest."""
     out = out or Output()
     out.doc["patchsets"] = []
     wheels: list[str] = []  # distributions installed as patched wheels
@@ -50,15 +53,23 @@ def status(
                 ],
             }
         )
-        rows = [
-            [s.id, ps.patch(s.id).title if ps.patch(s.id) else "", str(s.status), s.detail]  # type: ignore[union-attr]
-            for s in statuses
-        ]
-        out.table(
-            f"{ps.name} {ps.version} → {ps.target} ({found}): {summary}",
-            ["patch", "title", "state", "detail"],
-            rows,
+        reason = None if names or verbose else not_applicable(found_here)
+        rows = (
+            []
+            if reason
+            else [
+                [s.id, ps.patch(s.id).title if ps.patch(s.id) else "", str(s.status), s.detail]  # type: ignore[union-attr]
+                for s in statuses
+            ]
         )
+        if reason:
+            out.line(f"{ps.name}: not applicable ({reason})", style="dim")
+        else:
+            out.table(
+                f"{ps.name} {ps.version} → {ps.target} ({found}): {summary}",
+                ["patch", "title", "state", "detail"],
+                rows,
+            )
         for line in unmet:
             out.line(f"{ps.name}: {line}", style="red")
         if dist is not None and "ck." in dist.version:  # a patched wheel?
@@ -87,7 +98,11 @@ def _wheel_hint(out: Output, dist: Dist, wanted: str, stale: bool) -> None:
 def list_patchsets(registry: Registry, env: Environment, out: Output | None = None) -> int:
     out = out or Output()
     rows, docs = [], []
-    for ps in registry.all():
+    clashes = [line for name in registry.names() if (line := registry.conflict(name))]
+    for name in registry.names():
+        if registry.conflict(name):
+            continue
+        ps = registry.get(name)
         _, here = where(ps, env)
         docs.append(
             {
@@ -98,6 +113,7 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
                 "requires": [str(r) for r in ps.requires],
                 "state": here,
                 "path": str(ps.root),
+                "source": registry.source(ps),
                 "summary": ps.summary,
             }
         )
@@ -109,11 +125,16 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
                 ", ".join(str(r) for r in ps.requires),
                 str(len(ps.patches)),
                 str(here),
+                registry.source(ps),
             ]
         )
     out.doc["patchsets"] = docs
-    out.table("patchsets", ["name", "version", "target", "requires", "patches", "here"], rows)
-    return 0
+    out.doc["conflicts"] = clashes
+    columns = ["name", "version", "target", "requires", "patches", "here", "source"]
+    out.table("patchsets", columns, rows)
+    for line in clashes:
+        out.line(f"error: {line}", style="red")
+    return 2 if clashes else 0
 
 
 def run(args: Namespace, ctx: Context) -> int:
@@ -125,7 +146,7 @@ def run(args: Namespace, ctx: Context) -> int:
         return runtime_status(ctx.registry, args.runtime, ctx.out)
     config = ctx.config
     pyproject = config.path if config else None  # the upgrade check
-    return status(ctx.registry, ctx.env, args.patchset, ctx.out, pyproject)
+    return status(ctx.registry, ctx.env, args.patchset, ctx.out, pyproject, args.verbose)
 
 
 def _no_names(args: Namespace) -> None:
