@@ -28,7 +28,7 @@ CASES: dict[str, tuple[tuple[str, ...], set[str], set[str] | None]] = {
     ),
     "revert": (("revert", "demo-fix"), {"patchset", "action", "files"}, None),
     "status": (("status", "demo-fix"), {"patchsets"}, None),
-    "list": (("list",), {"patchsets"}, None),
+    "list": (("list",), {"patchsets", "conflicts"}, None),
     "recover": (("recover",), {"recovered"}, None),
     "constraints": (("constraints", "demo-fix"), {"patchset", "version", "constraints"}, None),
     "lint": (("lint", "demo-fix", "--offline"), {"patchsets"}, None),
