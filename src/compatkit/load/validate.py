@@ -25,6 +25,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from compatkit import bounded
 from compatkit.digest import sha256
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.load import cache
@@ -117,6 +118,9 @@ def validate(root: Path, deep: bool = False, trust: Resolver | None = None) -> C
                 checked.problems.append(f"patchset.toml: {why}")
             return _untrusted(checked, deep)
         data = cache.toml_loads(raw)
+    except bounded.Refused as exc:  # larger than its bound: never read
+        checked.problems.append(f"patchset.toml: {exc.why}")
+        return checked
     except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError, TOMLDecodeError
         checked.problems.append(f"patchset.toml: {str(exc)[:200]}")
         return checked
@@ -278,6 +282,9 @@ def _series(checked: Checked, digest: Hash, deep: bool) -> None:
             raw = trust.read(real, checked.untrusted)
         except OSError as exc:
             checked.problems.append(f"series entry {entry!r}: {exc.strerror}")
+            continue
+        except bounded.Refused as exc:
+            checked.problems.append(f"series entry {entry!r}: {exc.why}")
             continue
         if raw is None:
             if len(checked.untrusted) == before:
