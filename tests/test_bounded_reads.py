@@ -398,9 +398,9 @@ def test_verify_runtime_never_hangs_on_the_start_up_files(
     assert path.is_file()
     _replace(path, kind)
     cmd = [sys.executable, "-c", LIMITED, "verify", "--runtime", str(root)]
-    code, _, err = child(cmd, _runtime_env(tmp_path))
+    status, _, said = child(cmd, _runtime_env(tmp_path))
     why = "is missing or unreadable" if name == "pth" else "is missing or not the start-up"
-    _one_line(code, err, str(path), why)
+    _one_line(status, said, str(path), why)
 
 
 @pytest.mark.parametrize("part", ["patchset.toml", "patches/0001.patch"])
