@@ -23,7 +23,7 @@ def sbom(
 ) -> int:
     out = out or Output()
     if output is not None:
-        output_file(output, "-o")
+        output_file(output, "-o", make=False)  # atomic.write makes no folder
     result = environment_document(registry, env, runtimes)
     if output is None:  # the document is the output (JSON already): --json changes nothing
         sys.stdout.write(result.document)
