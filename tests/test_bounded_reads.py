@@ -26,7 +26,16 @@ from pathlib import Path
 import pytest
 
 from compatkit.model.records import hash_bytes
-from conftest import DEMO_FILES, Venv, build_wheel, compatkit_command, run_cli, write_patchset
+from compatkit.runtime.startfiles import BOOT_MODULE, PTH_NAME
+from conftest import (
+    DEMO_FILES,
+    Demo,
+    Venv,
+    build_wheel,
+    compatkit_command,
+    run_cli,
+    write_patchset,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 INFO = "demo-1.0.dist-info"
@@ -352,3 +361,61 @@ def test_wheel_names_a_skipped_non_zip_copy_when_nothing_else_is_left(env: Env) 
     ]
     assert json.loads(out)["problems"] == [line[4:] for line in lines[1:]]
     assert not (env.tmp / "o").exists()
+
+
+# runtime mode and patchsets: the .pth, its boot module, a runtime folder's own files
+
+
+def _runtime_env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    return {**env, "COMPATKIT_CACHE_DIR": str(tmp / "cache")}
+
+
+def _one_line(code: int | None, err: bytes, *words: str) -> None:
+    """Exit 1, within HANG, with one line naming each of ``words``."""
+    assert code is not None, f"hung for {HANG} s"
+    text = err.decode()
+    assert code == 1, text
+    assert "Traceback" not in text and "internal error" not in text, text
+    assert text.startswith("compatkit: error: "), text
+    for word in words:
+        assert word in text, (word, text)
+
+
+@pytest.mark.parametrize("name", ["pth", "boot"])
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_verify_runtime_never_hangs_on_the_start_up_files(
+    demo: Demo, tmp_path: Path, name: str, kind: str
+) -> None:
+    """``verify --runtime`` compares the ``.pth`` and its boot module (site-packages: the
+    environment's files) with the manifest; a FIFO there hung it, a link to /dev/zero read
+    until memory ran out."""
+    root = tmp_path / "rt"
+    code, _, err = demo.run("runtime", "install", "demo-fix", "--dir", str(root), "--pth")
+    assert code == 0, err
+    pth = demo.venv.site / f"{PTH_NAME}.pth"
+    path = pth if name == "pth" else demo.venv.site / f"{BOOT_MODULE}.py"
+    assert path.is_file()
+    _replace(path, kind)
+    cmd = [sys.executable, "-c", LIMITED, "verify", "--runtime", str(root)]
+    status, _, said = child(cmd, _runtime_env(tmp_path))
+    why = "is missing or unreadable" if name == "pth" else "is missing or not the start-up"
+    _one_line(status, said, str(path), why)
+
+
+@pytest.mark.parametrize("part", ["patchset.toml", "patches/0001.patch"])
+def test_a_huge_patchset_file_is_refused_not_read(env: Env, part: str) -> None:
+    """A patchset's files are read whole to be parsed: a 2 GB sparse one (under a 3 GiB
+    address-space limit) ran out of memory; it is one line naming it, read no further."""
+    path = env.patchsets / "demo-fix" / part
+    _replace(path, "sparse")
+    base = ["--python", env.venv.python, "--patchset-dir", str(env.patchsets)]
+    for args in (["status"], ["lint"]):
+        start = time.perf_counter()
+        code, _, err = child([sys.executable, "-c", LIMITED, *base, *args], env.environ())
+        assert code is not None, f"{args} hung for {HANG} s"
+        text = err.decode()
+        assert code == 1, (args, text)
+        assert "Traceback" not in text and "internal error" not in text, text
+        assert "larger than 64 MiB" in text, (args, text)
+        assert time.perf_counter() - start < 20

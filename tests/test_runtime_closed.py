@@ -304,3 +304,29 @@ def test_the_way_out_a_refused_start_names_works_from_that_interpreter(
     proc = run([demo.venv.python, "-c", PROBE], env)
     assert proc.returncode == 0 and proc.stdout.strip() == "hello x", proc.stderr
     assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param("hook", id="pth-hook"),
+        pytest.param("table", id="pth-table", marks=SLOW),
+        pytest.param("boot", id="pth-boot", marks=SLOW),
+    ],
+)
+def test_the_way_out_works_from_another_environment_with_python(
+    demo: Demo, tmp_path: Path, damage: str
+) -> None:
+    """compatkit in another environment (this test run's), aimed at the refused interpreter
+    with ``--python``: its probe of that interpreter must not start the refusing ``.pth``."""
+    root, env = _install(demo, tmp_path, True)
+    DAMAGE[damage](root, demo.venv.site)
+    _refused_start(demo, env)
+    cmd = [sys.executable, "-m", "compatkit", "--python", demo.venv.python]
+    fresh = {**env, "COMPATKIT_CACHE_DIR": str(tmp_path / "fresh")}  # the probe runs anew
+    proc = run([*cmd, "runtime", "uninstall", "--dir", str(root)], fresh)
+    assert proc.returncode == 0, proc.stderr
+    assert f"removed the runtime hook in {root}" in proc.stdout
+    assert not list(demo.venv.site.glob("00-compatkit-runtime.*"))
+    proc = run([demo.venv.python, "-c", PROBE], env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "hello x", proc.stderr

@@ -153,3 +153,14 @@ def test_sbom_needs_no_optional_library(demo: Demo, tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     doc = valid(run.stdout)
     assert len(_component(doc, "demo")["pedigree"]["patches"]) == 2
+
+
+def test_an_output_in_a_missing_folder_is_one_usage_line(demo: Demo, tmp_path: Path) -> None:
+    """``sbom -o DIR/x.json`` with no DIR was an internal error (exit 3) after the whole run."""
+    target = tmp_path / "missing" / "bom.json"
+    code, out, err = demo.run("sbom", "-o", str(target))
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [f"compatkit: error: -o {target}: no folder {target.parent}"]
+    assert not target.parent.exists()
+    code, out, err = demo.run("--json", "sbom", "-o", str(target))
+    assert code == 2 and "no folder" in err and not target.parent.exists()

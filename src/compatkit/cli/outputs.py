@@ -48,9 +48,12 @@ def output_dir(path: Path, option: str) -> None:
         raise UsageError(f"{option} {shown(path)}: not a folder (it exists and is something else)")
 
 
-def output_file(path: Path, option: str) -> None:
-    """``path`` is a regular file to replace, or nothing yet below a folder."""
+def output_file(path: Path, option: str, make: bool = True) -> None:
+    """``path`` is a regular file to replace, or nothing yet below a folder (``make``: the
+    caller makes the folders missing above it; otherwise its folder must be there)."""
     kind = _kind(path, option)
+    if kind is None and not make and _kind(path.absolute().parent, option) is None:
+        raise UsageError(f"{option} {shown(path)}: no folder {shown(path.absolute().parent)}")
     if kind is None:
         _parent_is_folder(path, option)
     elif kind == stat.S_IFDIR:

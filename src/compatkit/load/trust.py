@@ -31,6 +31,7 @@ import os
 import stat
 from pathlib import Path
 
+from compatkit import bounded
 from compatkit.errors import UsageError
 
 SHORT = 120  # a path longer than this is shortened in messages (one line, always)
@@ -261,7 +262,7 @@ class Resolver:
     def read(self, path: str, found: list[Finding]) -> bytes | None:
         """The bytes of the regular file ``path`` (resolved), opened without following a link
         and judged on the open file; None if it is missing, not a regular file, or untrusted
-        (then with a finding)."""
+        (then with a finding). Larger than 64 MiB: :class:`compatkit.bounded.Refused`."""
         try:
             fd = os.open(path, _READ)
         except (FileNotFoundError, NotADirectoryError):
@@ -280,13 +281,7 @@ class Resolver:
             self.judge(path, st, found)
             if len(found) > before:
                 return None
-            data = os.read(fd, st.st_size + 1)
-            if len(data) <= st.st_size:  # the whole file, in one read
-                return data
-            chunks = [data]
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
+            return bounded.read_open(fd, st, bounded.METADATA, shown(path))
         finally:
             os.close(fd)
 

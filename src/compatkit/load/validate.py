@@ -24,6 +24,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compatkit import bounded
 from compatkit.digest import sha256
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.load import cache
@@ -116,6 +117,9 @@ def validate(root: Path, deep: bool = False, trust: Resolver | None = None) -> C
                 checked.problems.append(f"patchset.toml: {why}")
             return _untrusted(checked, deep)
         data = cache.toml_loads(raw)
+    except bounded.Refused as exc:  # larger than its bound: never read
+        checked.problems.append(f"patchset.toml: {exc.why}")
+        return checked
     except (OSError, ValueError, RecursionError) as exc:  # UnicodeDecodeError, TOMLDecodeError
         checked.problems.append(f"patchset.toml: {str(exc)[:200]}")
         return checked
@@ -277,6 +281,9 @@ def _series(checked: Checked, digest: Hash, deep: bool) -> None:
             raw = trust.read(real, checked.untrusted)
         except OSError as exc:
             checked.problems.append(f"series entry {entry!r}: {exc.strerror}")
+            continue
+        except bounded.Refused as exc:
+            checked.problems.append(f"series entry {entry!r}: {exc.why}")
             continue
         if raw is None:
             if len(checked.untrusted) == before:

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compatkit import bounded
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import statfacts
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-_FILE = os.O_RDONLY | os.O_NOFOLLOW
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
 _OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
@@ -218,21 +219,26 @@ class Folder:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o755, dir_fd=self.fd)
 
-    def read(self, relpath: str) -> bytes | None:
-        """The bytes of ``relpath``, or None if it is not there (a link is refused)."""
+    def read(self, relpath: str, limit: int = bounded.METADATA) -> bytes | None:
+        """The bytes of ``relpath``, or None if it is not there (a link is refused). A file
+        that is not a regular one (a user's FIFO ``sitecustomize.py``) or is larger than
+        ``limit`` is never read: :class:`compatkit.bounded.Refused`, one line, exit 1."""
         try:
             fd, name = self._parent(relpath, make=False)
         except FileNotFoundError:
             return None
+        where = str(self.root / relpath)
         try:
-            f = os.open(name, _FILE, dir_fd=fd)
+            f, st = bounded.open_regular(name, dir_fd=fd, follow=False, where=where)
         except FileNotFoundError:
             return None
         finally:
             if fd != self.fd:
                 os.close(fd)
-        with os.fdopen(f, "rb") as stream:
-            return stream.read()
+        try:
+            return bounded.read_open(f, st, limit, where)
+        finally:
+            os.close(f)
 
     def lstat(self, relpath: str) -> os.stat_result:
         fd, name = self._parent(relpath, make=False)

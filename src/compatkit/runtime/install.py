@@ -33,7 +33,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compatkit import atomic
+from compatkit import atomic, bounded
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import startfiles, statfacts
 from compatkit.runtime.folder import Folder, check_name
@@ -282,14 +282,10 @@ def manifest_in(folder: Folder) -> dict[str, Any]:
 
 def _own_startup(path: Path, root: Path) -> bool:
     """``path`` is a regular file (not a link) that compatkit wrote (a ``.pth``: for ``root``)."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+    try:  # the environment's file: a FIFO, a device or a link is not compatkit's, never read
+        head = bounded.read(path, 1 << 16, follow=False, head=True)
+    except (FileNotFoundError, bounded.Refused):
         return False
-    if not stat.S_ISREG(st.st_mode):
-        return False
-    with open(path, "rb") as f:
-        head = f.read(1 << 16)
     mine = path.suffix != ".pth" or f"\n{root}\n".encode() in head
     return head.startswith(MARKER.encode()) and mine
 

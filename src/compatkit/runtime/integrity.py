@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from compatkit import bounded
 from compatkit.runtime import startfiles
 from compatkit.runtime.folder import Folder
 
@@ -58,16 +59,16 @@ def _sha(data: bytes | None) -> str | None:
 def _startup_problem(folder: Folder, manifest: dict[str, Any]) -> str | None:
     pth, hook = manifest.get("pth"), str(manifest["hook"])
     if isinstance(pth, str):
-        try:
-            text = Path(pth).read_text("utf-8")
-        except (OSError, UnicodeDecodeError):
+        try:  # the environment's file: a FIFO or a link to /dev/zero is refused, not read
+            text = bounded.read(pth, bounded.SMALL, head=True).decode("utf-8")
+        except (OSError, UnicodeDecodeError, bounded.Refused):
             return f"{pth} is missing or unreadable: nothing starts the hook"
         if not (hook in text and f"\n{folder.root}\n" in text):
             return f"{pth} does not start the hook in {folder.root}"
         boot = Path(pth).with_name(f"{startfiles.BOOT_MODULE}.py")
         try:
-            data: bytes | None = boot.read_bytes()
-        except OSError:
+            data: bytes | None = bounded.read(boot, bounded.SMALL)
+        except (OSError, bounded.Refused):
             data = None
         if "boot_sha256" in manifest and _sha(data) != manifest["boot_sha256"]:
             return f"{boot} is missing or not the start-up module compatkit wrote"
@@ -90,7 +91,7 @@ def damage(folder: Folder, manifest: dict[str, Any]) -> list[str]:
     for f in manifest["files"]:
         if f["patched"] is not None:
             path = f"{DATA}/src/{key}/{f['relpath']}"
-            if _sha(folder.read(path)) != f["patched"]:
+            if _sha(folder.read(path, bounded.INSTALLED)) != f["patched"]:
                 found.append(f"{folder.root}/{path}: not the patched source compatkit wrote")
     startup = _startup_problem(folder, manifest)
     return found + ([startup] if startup else [])

@@ -23,7 +23,7 @@ def run(args: Namespace, ctx: Context) -> int:
         sys.stdout.write(sbom.environment_document(ctx.registry, ctx.env, args.runtimes).document)
         out.json_mode = False
         return 0
-    output_file(args.output, "-o")
+    output_file(args.output, "-o", make=False)  # atomic.write makes no folder
     result = sbom.write_sbom(ctx.registry, ctx.env, args.output, args.runtimes)
     out.result(result.to_json())
     out.line(f"wrote {args.output}: {result.components} components, {len(result.patched)} patched")
