@@ -111,18 +111,18 @@ def _p1_rows(
         )
 
 
+def purelib(python: Path) -> Path:
+    """``python``'s site-packages (sysconfig's purelib)."""
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    return Path(done.stdout.strip())
+
+
 def p3(report: Report, python: Path) -> None:
     runs = 1 if report.quick else 5
     exe = python.parent / "compatkit"
     env = _env()
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
+    site = purelib(python)
     record = next(site.glob("vllm-*.dist-info/RECORD")).read_text().splitlines()
     rows = list(csv.reader(record))
     files = [r[0] for r in rows if len(r) > 1 and r[1] and not r[0].startswith("..")]
@@ -161,14 +161,7 @@ def p3_all(report: Report, python: Path) -> None:
     runs = 1 if report.quick else 5
     exe = python.parent / "compatkit"
     env = _env()
-    site = Path(
-        subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
+    site = purelib(python)
     files: set[str] = set()
     for record in site.glob("*.dist-info/RECORD"):
         for row in csv.reader(record.read_text().splitlines()):
