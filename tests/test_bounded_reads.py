@@ -197,9 +197,11 @@ def test_no_environment_file_hangs_a_command(env: Env, name: str, kind: str) -> 
         assert "Traceback" not in err and "internal error" not in err, (what, err)
         if code == 0:
             continue
-        lines = err.rstrip("\n").split("\n")  # one line, and one per problem under it
+        # one line, and one per problem under it (verify --pristine --all: each with the
+        # files it names indented below)
+        lines = err.rstrip("\n").split("\n")
         assert lines[0].startswith("compatkit: error: "), (what, err)
-        assert all(line.startswith("  - ") for line in lines[1:]), (what, err)
+        assert all(line.startswith(("  - ", "    ")) for line in lines[1:]), (what, err)
         if name in err:
             named += 1
         else:  # verify after a refused apply, revert of what was not applied
