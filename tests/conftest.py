@@ -195,14 +195,23 @@ def demo(
     tmp_path: Path, make_venv: Callable[..., Venv], capsys: pytest.CaptureFixture[str]
 ) -> Iterator[Demo]:
     """demo 1.0 installed (uv, copy mode) in a fresh venv, plus the demo-fix patchset."""
+    venv, patchsets, wheel = install_demo(tmp_path, make_venv, DEMO_FILES)
+    yield Demo(venv, patchsets, wheel, capsys)
+
+
+def install_demo(
+    tmp_path: Path, make_venv: Callable[..., Venv], files: dict[str, bytes]
+) -> tuple[Venv, Path, Path]:
+    """demo 1.0 made of ``files``, built into tmp_path/wheels and installed (uv, copy mode) in
+    a fresh venv; the demo-fix patchset in tmp_path/patchsets: (venv, patchsets, wheel)."""
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    wheel = build_wheel(wheels, "demo", "1.0", DEMO_FILES)
+    wheel = build_wheel(wheels, "demo", "1.0", files)
     venv = make_venv()
     venv.install(wheel, "uv", "--link-mode", "copy")
     patchsets = tmp_path / "patchsets"
     write_patchset(patchsets)
-    yield Demo(venv, patchsets, wheel, capsys)
+    return venv, patchsets, wheel
 
 
 def can_unshare() -> bool:

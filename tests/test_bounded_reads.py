@@ -31,10 +31,9 @@ from conftest import (
     DEMO_FILES,
     Demo,
     Venv,
-    build_wheel,
     compatkit_command,
+    install_demo,
     run_cli,
-    write_patchset,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,15 +133,9 @@ def child(
 @pytest.fixture
 def env(tmp_path: Path, make_venv: Callable[..., Venv]) -> Iterator[Env]:
     """demo 1.0 with an entry_points.txt (so RECORD lists it), installed by uv in copy mode."""
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
     files = {**DEMO_FILES, f"{INFO}/entry_points.txt": b"[console_scripts]\ndemo = demo:hello\n"}
-    wheel = build_wheel(wheels, "demo", "1.0", files)
-    venv = make_venv()
-    venv.install(wheel, "uv", "--link-mode", "copy")
-    patchsets = tmp_path / "patchsets"
-    write_patchset(patchsets)
-    yield Env(venv, patchsets, wheels, tmp_path)
+    venv, patchsets, wheel = install_demo(tmp_path, make_venv, files)
+    yield Env(venv, patchsets, wheel.parent, tmp_path)
 
 
 def _place(env: Env, name: str) -> Path:
