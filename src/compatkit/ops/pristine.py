@@ -1,9 +1,9 @@
 """``verify --pristine --all``: every distribution of an environment against its RECORD.
 
 Each file a RECORD lists is hashed once, however many RECORDs list it, streamed
-(:func:`compatkit.bounded.sha256`: memory does not grow with a file's size) on as many threads
-as this process may run on (:func:`hash_files`, shared with ``verify --pristine DIST``),
-largest files first. A file whose bytes differ from its RECORD row is
+(:func:`compatkit.bounded.sha256`: memory does not grow with a file's size) by as many worker
+processes as this process may run on CPUs (:func:`hash_files`, shared with ``verify --pristine
+DIST``), largest files first. A file whose bytes differ from its RECORD row is
 attributed: when another installed distribution's RECORD lists the same path and the bytes on
 disk are that one's, the file was **overwritten** by it (two wheels shipping one path: the
 installer that ran last won, and ``pip check`` sees nothing). Otherwise it is missing or
@@ -25,11 +25,10 @@ cuda-bindings 13.5.0: 2 files overwritten by cuda-python 12.6.2.post1; 1 file ma
 
 from __future__ import annotations
 
-import itertools
 import os
-import threading
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compatkit.env.files import DiskFiles
 from compatkit.env.session import Session
@@ -38,6 +37,9 @@ from compatkit.env.target import Dist, Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import outside_environment, quoted
 from compatkit.value import Value
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 _Key = tuple[Path, str]  # (the root a RECORD is under, the path it lists)
 NOT_READ = "!"  # hash_files' mark of a file not read: never the start of a RECORD hash
@@ -147,7 +149,7 @@ def _more(n: int) -> str:
 
 
 def threads() -> int:
-    """How many threads hashing uses: as many as this process may run on (its CPU affinity,
+    """How many workers hashing uses: as many as this process may run on (its CPU affinity,
     which a container's cpuset narrows), at least one."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -155,35 +157,75 @@ def threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# A batch for one worker: files in largest-first order until it holds this many bytes or
+# files (a big file is a batch alone; small ones travel together, so the pool's per-task
+# cost is paid per batch, not per file).
+BATCH_BYTES = 32 << 20
+BATCH_FILES = 256
+# Fewer files than this are hashed in this process: starting workers would cost more.
+SERIAL_BELOW = 64
+
+
 def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
     """The RECORD-form hash of each (files, path) job, in order (None: missing;
-    ``NOT_READ`` and why: a FIFO, a device), each file streamed, on :func:`threads` threads,
-    the largest files first (one big file started last would finish alone). OpenSSL's
-    SHA-256 releases the GIL while it hashes a chunk, so the threads hash in parallel."""
+    ``NOT_READ`` and why: a FIFO, a device), each file streamed. Many files are hashed in
+    worker processes, one per CPU this process may use (:func:`threads`), largest files
+    first (one big file started last would finish alone). Processes rather than threads:
+    each file costs a few system calls and some bytecode under the GIL, and with tens of
+    thousands of small files, threads spend their time waiting for it (docs/benchmarks.md,
+    P3-all)."""
+    sizes = [files.size(path) for files, path in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
+    workers = min(threads(), len(jobs))
+    if workers <= 1 or len(jobs) < SERIAL_BELOW:
+        return _hash_batch([jobs[i] for i in range(len(jobs))])
+    batches: list[list[int]] = [[]]
+    held = 0
+    for i in order:
+        if batches[-1] and (held + sizes[i] > BATCH_BYTES or len(batches[-1]) >= BATCH_FILES):
+            batches.append([])
+            held = 0
+        batches[-1].append(i)
+        held += sizes[i]
     results: list[str | None] = [None] * len(jobs)
-    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][0].size(jobs[i][1]))
-    taken = itertools.count()  # next() on a count is atomic: each index goes to one thread
-    failed: list[BaseException] = []
-
-    def work() -> None:
+    with _pool(workers) as pool:
         try:
-            while (k := next(taken)) < len(order):
-                files, path = jobs[order[k]]
-                try:
-                    results[order[k]] = files.hash(path, threads=True)
-                except CompatkitError as exc:
-                    results[order[k]] = NOT_READ + exc.message
-        except BaseException as exc:  # raised again on the calling thread
-            failed.append(exc)
-
-    workers = [threading.Thread(target=work) for _ in range(min(threads(), len(jobs)))]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    if failed:
-        raise failed[0]
+            done = pool.map(_hash_batch, [[jobs[i] for i in batch] for batch in batches])
+            for batch, hashes in zip(batches, done, strict=True):
+                for i, found in zip(batch, hashes, strict=True):
+                    results[i] = found
+        except BaseException:  # Ctrl-C, a worker's bug: start no further batch
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return results
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """Worker processes: forked where the platform forks safely (Linux: nothing to import
+    again), else the platform's default start. They ignore Ctrl-C: the parent stops them."""
+    import multiprocessing
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _hash_batch(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
+    """Each job's hash, in order; a file that cannot be read gives ``NOT_READ`` and why."""
+    out: list[str | None] = []
+    for files, path in jobs:
+        try:
+            out.append(files.hash(path, threads=True))
+        except CompatkitError as exc:
+            out.append(NOT_READ + exc.message)
+    return out
 
 
 def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[tuple[Dist, str]]]:
