@@ -176,3 +176,34 @@ def test_a_distribution_of_50000_files(
         "    matches no RECORD: big/many/m7.py",
         "    matches no RECORD: big/many/m49999.py",
     ]
+
+
+def test_worker_processes_hash_as_one_process_does(tmp_path: Path) -> None:
+    """Many files go to forked worker processes in batches, largest first; each answer comes
+    back to its own job, a missing file as None and a FIFO as not read, exactly as hashing in
+    this process gives them."""
+    from compatkit.env.files import DiskFiles
+    from compatkit.ops import pristine
+
+    root = tmp_path / "site"
+    root.mkdir()
+    names = []
+    for i in range(300):  # several batches: BATCH_FILES small files, and big ones alone
+        size = (40 << 20) if i % 97 == 0 else i * 37
+        path = root / f"f{i}.bin"
+        if size > MIB:
+            _sparse(path, size, tail=str(i).encode())
+        else:
+            path.write_bytes(bytes([i % 251]) * size)
+        names.append(path.name)
+    os.mkfifo(root / "pipe")
+    names += ["missing.py", "pipe"]
+    jobs = [(DiskFiles(root), name) for name in names]
+    assert len(jobs) >= pristine.SERIAL_BELOW and pristine.threads() >= 1
+    pooled = pristine.hash_files(jobs)
+    serial = pristine._hash_batch(jobs)
+    assert pooled == serial
+    assert pooled[names.index("f5.bin")] == _streamed(root / "f5.bin")
+    assert pooled[names.index("f97.bin")] == _streamed(root / "f97.bin")
+    assert pooled[-2] is None
+    assert pooled[-1] is not None and pooled[-1].startswith(pristine.NOT_READ)
