@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from merge3 import Merge3
 
@@ -29,25 +28,34 @@ from compatkit.engine.difftext import diff_files
 from compatkit.engine.hunks import HunkMismatch, apply_file
 from compatkit.model.diff import FileDiff
 from compatkit.model.results import PortState
+from compatkit.value import Value
 
 _RANK = {PortState.CLEAN: 0, PortState.OFFSET: 1, PortState.MERGED: 2}
 
 
-@dataclass
-class FilePort:
-    path: str
-    status: PortState
-    offset: int = 0
-    before: bytes | None = None  # the new version's file before this patch
-    after: bytes | None = None  # ... and after it
-    conflict: bytes | None = None  # the file with conflict markers
-    reason: str = ""
+class FilePort(Value):
+    __slots__ = ("path", "status", "offset", "before", "after", "conflict", "reason")
+
+    def __init__(
+        self,
+        path: str,
+        status: PortState,
+        offset: int = 0,
+        before: bytes | None = None,  # the new version's file before this patch
+        after: bytes | None = None,  # ... and after it
+        conflict: bytes | None = None,  # the file with conflict markers
+        reason: str = "",
+    ) -> None:
+        self.path, self.status, self.offset, self.reason = path, status, offset, reason
+        self.before, self.after, self.conflict = before, after, conflict
 
 
-@dataclass
-class PatchPort:
-    id: str
-    files: list[FilePort] = field(default_factory=list)
+class PatchPort(Value):
+    __slots__ = ("id", "files")
+
+    def __init__(self, id: str, files: list[FilePort] | None = None) -> None:
+        self.id = id
+        self.files = [] if files is None else files
 
     @property
     def status(self) -> PortState:

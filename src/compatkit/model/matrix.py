@@ -9,11 +9,11 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from compatkit.errors import PatchFormatError, UsageError
 from compatkit.model.results import MATRIX_STATES, MatrixState, SmokeState, matrix_state
+from compatkit.value import Value
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,15 +25,22 @@ STATES = tuple(str(s) for s in MATRIX_STATES)
 SMOKES = (str(SmokeState.PASS), str(SmokeState.FAIL), "any")
 
 
-@dataclass(frozen=True)
-class Cell:
-    id: str
-    python: str
-    packages: tuple[str, ...]
-    patchsets: tuple[str, ...]
-    mode: str = "apply"
-    note: str = ""
-    expect: dict[str, dict[str, str]] = field(default_factory=dict)
+class Cell(Value):
+    __slots__ = ("id", "python", "packages", "patchsets", "mode", "note", "expect")
+
+    def __init__(
+        self,
+        id: str,
+        python: str,
+        packages: tuple[str, ...],
+        patchsets: tuple[str, ...],
+        mode: str = "apply",
+        note: str = "",
+        expect: dict[str, dict[str, str]] | None = None,
+    ) -> None:
+        self.id, self.python, self.packages, self.patchsets = id, python, packages, patchsets
+        self.mode, self.note = mode, note
+        self.expect = {} if expect is None else expect
 
     def expected(self, patchset: str, patch_id: str) -> tuple[MatrixState, str] | None:
         """The expected state and smoke verdict ("pass", "fail" or "any") of one patch."""
