@@ -178,10 +178,14 @@ def test_a_distribution_of_50000_files(
     ]
 
 
-def test_worker_processes_hash_as_one_process_does(tmp_path: Path) -> None:
-    """Many files go to forked worker processes in batches, largest first; each answer comes
-    back to its own job, a missing file as None and a FIFO as not read, exactly as hashing in
-    this process gives them."""
+@pytest.mark.parametrize("other_thread", [False, True], ids=["forked", "spawned"])
+def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread: bool) -> None:
+    """Many files go to worker processes in batches, largest first; each answer comes back
+    to its own job, a missing file as None and a FIFO as not read, exactly as hashing in this
+    process gives them. With another thread running (a progress bar's), the workers are
+    started afresh rather than forked (fork with threads can deadlock; 3.12 warns)."""
+    import threading
+
     from compatkit.env.files import DiskFiles
     from compatkit.ops import pristine
 
@@ -200,7 +204,16 @@ def test_worker_processes_hash_as_one_process_does(tmp_path: Path) -> None:
     names += ["missing.py", "pipe"]
     jobs = [(DiskFiles(root), name) for name in names]
     assert len(jobs) >= pristine.SERIAL_BELOW and pristine.threads() >= 1
-    pooled = pristine.hash_files(jobs)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    if other_thread:
+        other.start()
+    try:
+        pooled = pristine.hash_files(jobs)
+    finally:
+        stop.set()
+        if other_thread:
+            other.join()
     serial = pristine._hash_batch(jobs)
     assert pooled == serial
     assert pooled[names.index("f5.bin")] == _streamed(root / "f5.bin")

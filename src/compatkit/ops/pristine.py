@@ -201,13 +201,16 @@ def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
-    """Worker processes: forked where the platform forks safely (Linux: nothing to import
-    again), else the platform's default start. They ignore Ctrl-C: the parent stops them."""
+    """Worker processes: forked where forking is safe (Linux, and no other thread in this
+    process: nothing to import again), else started afresh. They ignore Ctrl-C: the parent
+    stops them."""
     import multiprocessing
     import sys
+    import threading
     from concurrent.futures import ProcessPoolExecutor
 
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+    fork = sys.platform == "linux" and threading.active_count() == 1
+    context = multiprocessing.get_context("fork" if fork else "spawn")
     return ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
 
 
