@@ -29,6 +29,7 @@ import itertools
 import os
 import threading
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 from compatkit.env.files import DiskFiles
@@ -37,6 +38,7 @@ from compatkit.env.state import states_of
 from compatkit.env.target import Dist, Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import outside_environment, quoted
+from compatkit.model.progress import NONE, Reporter, Task
 from compatkit.value import Value
 
 _Key = tuple[Path, str]  # (the root a RECORD is under, the path it lists)
@@ -155,24 +157,36 @@ def threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
+def hash_files(jobs: list[tuple[DiskFiles, str]], reporter: Reporter = NONE) -> list[str | None]:
     """The RECORD-form hash of each (files, path) job, in order (None: missing;
     ``NOT_READ`` and why: a FIFO, a device), each file streamed, on :func:`threads` threads,
     the largest files first (one big file started last would finish alone). OpenSSL's
-    SHA-256 releases the GIL while it hashes a chunk, so the threads hash in parallel."""
+    SHA-256 releases the GIL while it hashes a chunk, so the threads hash in parallel.
+    ``reporter`` is told the files and bytes hashed of the total as they are read."""
     results: list[str | None] = [None] * len(jobs)
-    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][0].size(jobs[i][1]))
+    sizes = [files.size(path) for files, path in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
+    with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
+        _hash_on_threads(jobs, order, results, task)
+    return results
+
+
+def _hash_on_threads(
+    jobs: list[tuple[DiskFiles, str]], order: list[int], results: list[str | None], task: Task
+) -> None:
     taken = itertools.count()  # next() on a count is atomic: each index goes to one thread
     failed: list[BaseException] = []
+    read = partial(task.advance, 0)  # bytes hashed, as each piece is read
 
     def work() -> None:
         try:
             while (k := next(taken)) < len(order):
                 files, path = jobs[order[k]]
                 try:
-                    results[order[k]] = files.hash(path, threads=True)
+                    results[order[k]] = files.hash(path, True, read)
                 except CompatkitError as exc:
                     results[order[k]] = NOT_READ + exc.message
+                task.advance()
         except BaseException as exc:  # raised again on the calling thread
             failed.append(exc)
 
@@ -183,7 +197,6 @@ def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
         w.join()
     if failed:
         raise failed[0]
-    return results
 
 
 def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[tuple[Dist, str]]]:
@@ -201,15 +214,18 @@ def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[
     return listed
 
 
-def _on_disk(keys: list[_Key], by_root: dict[Path, Dist]) -> dict[_Key, str | None]:
+def _on_disk(
+    keys: list[_Key], by_root: dict[Path, Dist], reporter: Reporter
+) -> dict[_Key, str | None]:
     """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`."""
-    found = hash_files([(by_root[root].files, path) for root, path in keys])
+    found = hash_files([(by_root[root].files, path) for root, path in keys], reporter)
     return dict(zip(keys, found, strict=True))
 
 
-def check_all(env: Environment) -> tuple[int, list[DistReport]]:
+def check_all(env: Environment, reporter: Reporter = NONE) -> tuple[int, list[DistReport]]:
     """How many distributions were checked, and a report for each one that is not pristine
-    (in name order), under a shared lock on every site-packages root."""
+    (in name order), under a shared lock on every site-packages root. ``reporter``: the
+    files and bytes hashed of the total (:func:`hash_files`)."""
     dists = installed(env)
     by_root = {d.root: d for d in dists}
     reports = {id(d): DistReport(d.name, d.version) for d in dists}
@@ -217,7 +233,7 @@ def check_all(env: Environment) -> tuple[int, list[DistReport]]:
         for dist in by_root.values():
             stack.enter_context(Session.open(dist, exclusive=False))
         listed = _rows(dists, reports)
-        disk = _on_disk(sorted(listed), by_root)
+        disk = _on_disk(sorted(listed), by_root, reporter)
         patched = {
             (d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files
         }
