@@ -64,9 +64,10 @@ class Bar(Reporter):
         return _BarTask(self, ident, nbytes is not None)
 
     def _end(self, ident: Any) -> None:
-        self._live.remove_task(ident)
         self._open -= 1
-        if not self._open:
+        if self._open:
+            self._live.remove_task(ident)
+        else:  # its last frame shows where the work ended; then rich removes the display
             self._live.stop()
             self._live = None
 
