@@ -10,6 +10,7 @@ counts what it is told: files and bytes hashed, a download's bytes, a venv's two
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -228,3 +229,39 @@ def test_a_download_reports_its_bytes(tmp_path: Path, monkeypatch: pytest.Monkey
     [task] = counted.tasks
     assert task.what == [f"downloading {wheel.name}"]
     assert (task.nbytes, task.read, task.closed) == (size, size, True)
+
+
+def test_a_line_printed_under_a_bar_stays_on_its_own_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``matrix run`` prints a line per patchset while its bar runs: a piped stdout gets it
+    (rich does not pull it onto the terminal); a terminal's stdout shows it above the bar."""
+    from compatkit.cli.progress import Bar
+
+    for stdout_on_terminal in (False, True):
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+        terminal = os.fdopen(slave, "w", encoding="utf-8")
+        piped = io.StringIO()
+        for name in _DECIDING:
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("TERM", "xterm-256color")
+        monkeypatch.setattr(sys, "stderr", terminal)
+        monkeypatch.setattr(sys, "stdout", terminal if stdout_on_terminal else piped)
+        with Bar().task("cell c1", total=2) as task:
+            print("cell c1: demo-fix (apply): applying, smoke tests, reverting ...")
+            task.advance()
+        terminal.flush()
+        monkeypatch.undo()
+        seen = b""
+        while select.select([master], [], [], 0)[0]:
+            chunk = os.read(master, 65536)
+            if not chunk:
+                break
+            seen += chunk
+        terminal.close()
+        os.close(master)
+        assert b"cell c1" in seen and b"1/2" in seen
+        line = "cell c1: demo-fix (apply): applying"
+        assert (line.encode() in seen) is stdout_on_terminal, seen
+        assert (line in piped.getvalue()) is not stdout_on_terminal
