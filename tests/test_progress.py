@@ -15,6 +15,7 @@ import json
 import os
 import re
 import select
+import shutil
 import struct
 import subprocess
 import sys
@@ -28,8 +29,11 @@ from rich.filesize import decimal
 
 from compatkit.delivery.wheels import WheelSource
 from compatkit.env.target import Environment
+from compatkit.load.registry import Registry
 from compatkit.model.progress import Reporter, Task
+from compatkit.ops.matrix import run_cell
 from compatkit.ops.pristine import check_all
+from compatkit.ops.upstream import throwaway_env
 from conftest import Demo, Venv, install_demo
 from wheelkit import build_wheel, local_index
 
@@ -265,3 +269,31 @@ def test_a_line_printed_under_a_bar_stays_on_its_own_stream(
         line = "cell c1: demo-fix (apply): applying"
         assert (line.encode() in seen) is stdout_on_terminal, seen
         assert (line in piped.getvalue()) is not stdout_on_terminal
+
+
+def test_a_throwaway_venv_reports_its_two_steps(demo: Demo, tmp_path: Path) -> None:
+    counted = Counted()
+    env = throwaway_env([str(demo.wheel)], tmp_path / "throwaway", counted)
+    assert env.require("demo").version == "1.0"
+    [task] = counted.tasks
+    assert task.what == ["creating a throw-away venv", f"installing {demo.wheel}"]
+    assert (task.total, task.steps, task.closed) == (2, 2, True)
+
+
+@pytest.mark.slow
+def test_a_matrix_cell_reports_each_patchset(demo: Demo, tmp_path: Path) -> None:
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(
+        '[[cell]]\nid = "demo"\npackages = ["demo==1.0"]\npatchsets = ["demo-fix"]\n'
+        '[cell.expect.demo-fix]\ndefault = "applied/pass"\n'
+    )
+    uv = [shutil.which("uv") or "uv", "pip", "install", "-q", "--python", demo.venv.python]
+    subprocess.run([*uv, "pytest"], check=True)  # the smoke tests' runner, with its deps
+    registry = Registry([demo.patchsets])
+    env = Environment.for_python(demo.venv.python)
+    counted = Counted()
+    doc = run_cell(registry, env, matrix, "demo", tmp_path / "results", reporter=counted)
+    assert doc["ok"], doc["mismatches"]
+    [task] = counted.tasks
+    assert task.what == ["cell demo", "cell demo: demo-fix (apply)"]
+    assert (task.total, task.steps, task.closed) == (1, 1, True)
