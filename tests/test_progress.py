@@ -297,3 +297,26 @@ def test_a_matrix_cell_reports_each_patchset(demo: Demo, tmp_path: Path) -> None
     [task] = counted.tasks
     assert task.what == ["cell demo", "cell demo: demo-fix (apply)"]
     assert (task.total, task.steps, task.closed) == (1, 1, True)
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    """Replace an installed file (a new inode: never through uv's hardlink)."""
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_text(path.read_text().replace(old, new))
+    os.replace(tmp, path)
+
+
+def test_diff_draws_its_read_of_the_distribution_on_a_terminal(demo: Demo, tmp_path: Path) -> None:
+    """The bar reaches the operations that get their wheels from the command's context
+    (diff, wheel, rebase: ``ctx.wheels()``); a pipe still gets none."""
+    wheels = str(demo.wheel.parent)
+    env = _env(COMPATKIT_CACHE_DIR=str(tmp_path / "cache"), COMPATKIT_NO_INDEX="1")
+    args = ["diff", "demo", "--wheel-dir", wheels, "--id", "patch-1", "--patchset"]
+    _edit(demo.venv.site / "demo" / "greet.py", "'hello '", "'good day '")
+    code, seen = _on_terminal(demo.command(*args, "on-terminal"), env)
+    assert code == 0, seen
+    assert b"reading demo 1.0" in seen and "━".encode() in seen
+    _edit(demo.venv.site / "demo" / "util.py", "line3 = 3", "line3 = 33")
+    done = _in_pipe(demo.command(*args, "in-a-pipe"), env)
+    assert done.returncode == 0, done.stderr
+    assert b"reading" not in done.stdout + done.stderr and b"\x1b" not in done.stdout
