@@ -73,12 +73,19 @@ class Bar(Reporter):
 
 
 class _BarTask(Task):
+    """A task's line: what it is told is added up here and handed to rich at most every
+    :data:`_EVERY` seconds (hashing tells of every file and every piece read, from many
+    threads), and all of it when it ends, so its last frame shows where the work ended."""
+
     def __init__(self, bar: Bar, ident: Any, by_bytes: bool) -> None:
         import threading
+        import time
 
         self._bar, self._ident, self._by_bytes = bar, ident, by_bytes
         self._lock = threading.Lock()  # hashing threads advance one task together
-        self._steps = 0
+        self._clock = time.monotonic
+        self._steps = self._pending = 0
+        self._shown = self._clock()
         self._closed = False
 
     def advance(self, steps: int = 1, nbytes: int = 0) -> None:
@@ -86,8 +93,13 @@ class _BarTask(Task):
             if self._closed:
                 return
             self._steps += steps
-            done = nbytes if self._by_bytes else steps
-            self._bar._live.update(self._ident, advance=done, steps=self._steps)
+            self._pending += nbytes if self._by_bytes else steps
+            if self._clock() - self._shown >= _EVERY:
+                self._show()
+
+    def _show(self) -> None:
+        self._bar._live.update(self._ident, advance=self._pending, steps=self._steps)
+        self._pending, self._shown = 0, self._clock()
 
     def describe(self, what: str) -> None:
         with self._lock:
@@ -99,7 +111,11 @@ class _BarTask(Task):
             if self._closed:
                 return
             self._closed = True
+            self._show()
         self._bar._end(self._ident)
+
+
+_EVERY = 0.05  # seconds: rich draws ten frames a second
 
 
 def _display() -> Any:
