@@ -44,7 +44,7 @@ _DECIDING = ("CI", "TERM", "NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _DECIDING}
-    return {**env, "TERM": "xterm-256color", **extra}
+    return {**env, "TERM": "xterm-256color", "PYTHONIOENCODING": "utf-8", **extra}
 
 
 def _on_terminal(cmd: list[str], env: dict[str, str]) -> tuple[int, bytes]:
