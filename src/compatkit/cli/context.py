@@ -27,6 +27,7 @@ class Context:
         self._config: object = _UNSET
         self._registry: Registry | None = None
         self._env: Environment | None = None
+        self._progress: Reporter | None = None
 
     @property
     def config(self) -> ProjectConfig | None:
@@ -66,9 +67,11 @@ class Context:
     def progress(self) -> Reporter:
         """What an operation reports long work to: a bar on a terminal's stderr, else
         nothing (:mod:`compatkit.cli.progress`)."""
-        from compatkit.cli.progress import reporter
+        if self._progress is None:  # one for the whole run: rich draws one display at a time
+            from compatkit.cli.progress import reporter
 
-        return reporter(self.out.json_mode)
+            self._progress = reporter(self.out.json_mode)
+        return self._progress
 
     def wheels(self) -> WheelSource:
         """Where pristine wheels come from: ``--wheel-dir``, then the index (not ``--offline``);

@@ -24,7 +24,7 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from packaging.tags import sys_tags
 from packaging.utils import (
@@ -48,6 +48,9 @@ from compatkit.delivery.wheeltree import (
 from compatkit.errors import CompatkitError
 from compatkit.model.progress import NONE, Reporter
 from compatkit.model.records import hash_bytes
+
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -292,7 +295,7 @@ class WheelSource:
             raise CompatkitError(f"{f['filename']}: sha256 differs from the index's")
         return target
 
-    def _read(self, resp: Any, filename: str) -> bytes:
+    def _read(self, resp: HTTPResponse, filename: str) -> bytes:
         """A download's body, read in pieces so that its bar moves (its total: the
         response's ``Content-Length``, when it has one)."""
         length = resp.headers.get("Content-Length", "")
