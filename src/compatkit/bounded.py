@@ -31,8 +31,12 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import TYPE_CHECKING
 
 from compatkit.errors import CompatkitError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 MIB = 1 << 20
 METADATA = 64 * MIB  # RECORD, METADATA, a state file: far above any real one (a few MiB)
@@ -164,7 +168,12 @@ def tail(fd: int, keep: int, where: str) -> tuple[bytes, bool]:
     return (data[-keep:], True) if len(data) > keep else (data, cut)
 
 
-def sha256_open(fd: int, st: os.stat_result, threads: bool = False) -> bytes:
+def sha256_open(
+    fd: int,
+    st: os.stat_result,
+    threads: bool = False,
+    advance: Callable[[int], None] | None = None,
+) -> bytes:
     """The SHA-256 digest of the open regular file ``fd`` (``st``: its ``fstat``), read in
     :data:`HASH_CHUNK` pieces into one reused buffer. It hashes what the file holds as it is
     read: one that grows meanwhile is hashed to at most one chunk past its ``fstat`` size, one
@@ -172,7 +181,7 @@ def sha256_open(fd: int, st: os.stat_result, threads: bool = False) -> bytes:
     A file of at most :data:`compatkit.digest.SMALL` bytes may take the interpreter's own
     SHA-256 (no OpenSSL import on the start-up path), as :func:`compatkit.digest.sha256`;
     ``threads`` (the caller hashes on several threads): always OpenSSL's, which releases the
-    GIL while it hashes."""
+    GIL while it hashes. ``advance`` (a progress bar's) is told the size of each piece read."""
     from compatkit.digest import sha256
 
     h = sha256(small=False if threads else None, size=st.st_size)
@@ -185,6 +194,8 @@ def sha256_open(fd: int, st: os.stat_result, threads: bool = False) -> bytes:
             break
         h.update(view[:n])
         left -= n
+        if advance is not None:
+            advance(n)
     return h.digest()
 
 
@@ -195,6 +206,7 @@ def sha256(
     follow: bool = True,
     where: str = "",
     threads: bool = False,
+    advance: Callable[[int], None] | None = None,
 ) -> bytes:
     """The SHA-256 digest of the regular file ``path``, streamed (:func:`sha256_open`):
     peak memory does not grow with its size. Raises :class:`Refused` (not a regular file)
@@ -202,6 +214,6 @@ def sha256(
     shown = where or os.fspath(path)
     fd, st = open_regular(path, dir_fd=dir_fd, follow=follow, where=shown)
     try:
-        return sha256_open(fd, st, threads)
+        return sha256_open(fd, st, threads, advance)
     finally:
         os.close(fd)

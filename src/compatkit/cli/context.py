@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from compatkit.env.target import Environment
     from compatkit.load.config import ProjectConfig
     from compatkit.load.registry import Registry
+    from compatkit.model.progress import Reporter
 
 _UNSET = object()
 
@@ -26,6 +27,7 @@ class Context:
         self._config: object = _UNSET
         self._registry: Registry | None = None
         self._env: Environment | None = None
+        self._progress: Reporter | None = None
 
     @property
     def config(self) -> ProjectConfig | None:
@@ -61,9 +63,22 @@ class Context:
             self._env = Environment.for_python(self.args.python)
         return self._env
 
+    @property
+    def progress(self) -> Reporter:
+        """What an operation reports long work to: a bar on a terminal's stderr, else
+        nothing (:mod:`compatkit.cli.progress`)."""
+        if self._progress is None:  # one for the whole run: rich draws one display at a time
+            from compatkit.cli.progress import reporter
+
+            self._progress = reporter(self.out.json_mode)
+        return self._progress
+
     def wheels(self) -> WheelSource:
-        """Where pristine wheels come from: ``--wheel-dir``, then the index (not ``--offline``)."""
+        """Where pristine wheels come from: ``--wheel-dir``, then the index (not ``--offline``);
+        a download shows a bar in a terminal (:attr:`progress`)."""
         from compatkit.delivery.wheels import WheelSource
 
         offline = getattr(self.args, "offline", False)
-        return WheelSource.configure(self.args.wheel_dir, offline, self.env.executable)
+        source = WheelSource.configure(self.args.wheel_dir, offline, self.env.executable)
+        source.reporter = self.progress
+        return source

@@ -19,6 +19,7 @@ from compatkit.delivery import wheelcheck
 from compatkit.delivery.wheels import WheelSource
 from compatkit.delivery.wheeltree import Corrupt, Tree
 from compatkit.errors import CompatkitError
+from compatkit.model.progress import Reporter
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,16 @@ class Proof:
     installed_note: str = ""  # why there is no installed RECORD to compare with
 
 
-def _files(tree: Tree) -> WholeWheel:
+def _files(tree: Tree, reporter: Reporter) -> WholeWheel:
     if tree.problems:
         raise Corrupt(f"{tree.label}: {'; '.join(tree.problems[:3])}")
     if not tree.record:
         raise Corrupt(f"{tree.label}: no RECORD")
-    files = {p: tree.read(p) for p in tree.record}
+    files: dict[str, bytes | None] = {}
+    with reporter.task(f"reading {tree.label}", total=len(tree.record)) as task:
+        for p in tree.record:
+            files[p] = tree.read(p)
+            task.advance()
     missing = [p for p, data in files.items() if data is None and not p.endswith("/RECORD")]
     if missing:
         raise Corrupt(f"{tree.label}: {', '.join(missing[:3])} missing")
@@ -112,7 +117,7 @@ def whole_wheel(
     problems: list[str] = []
     for tree in src.trees(name, version):
         try:
-            whole = _files(tree)
+            whole = _files(tree, src.reporter)
             how = _prove(src, tree, whole, proof, f"{name} {version}")
         except Corrupt as exc:
             problems.append(str(exc))

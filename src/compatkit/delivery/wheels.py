@@ -24,6 +24,7 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.tags import sys_tags
 from packaging.utils import (
@@ -45,7 +46,11 @@ from compatkit.delivery.wheeltree import (
     tree_from_wheel,
 )
 from compatkit.errors import CompatkitError
+from compatkit.model.progress import NONE, Reporter
 from compatkit.model.records import hash_bytes
+
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -123,6 +128,7 @@ class WheelSource:
     python: str | None = None  # the interpreter whose pip downloads (its tags pick the wheel)
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # the notes on copies that are no zip
+    reporter: Reporter = field(default=NONE, repr=False)  # a download's progress
     _hashes: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -254,7 +260,8 @@ class WheelSource:
                 continue
             cmd = [py, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
             cmd += ["--disable-pip-version-check", "-d", str(tmp), f"{name}=={version}"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            with self.reporter.task(f"downloading {name} {version} (pip)"):
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             wheels = list(tmp.glob("*.whl"))
             if proc.returncode == 0 and wheels:
                 return wheels[0]
@@ -277,7 +284,7 @@ class WheelSource:
         target = tmp / str(f["filename"])
         try:
             with urllib.request.urlopen(str(f["url"]), timeout=600) as resp:
-                atomic.write(target, resp.read())
+                atomic.write(target, self._read(resp, str(f["filename"])))
         except Exception as exc:
             raise CompatkitError(f"cannot download {f['filename']}: {exc}") from None
         expected = f.get("hashes", {})
@@ -287,6 +294,22 @@ class WheelSource:
         if sha and hashlib.sha256(target.read_bytes()).hexdigest() != sha:
             raise CompatkitError(f"{f['filename']}: sha256 differs from the index's")
         return target
+
+    def _read(self, resp: HTTPResponse, filename: str) -> bytes:
+        """A download's body, read in pieces so that its bar moves (its total: the
+        response's ``Content-Length``, when it has one)."""
+        length = resp.headers.get("Content-Length", "")
+        with self.reporter.task(
+            f"downloading {filename}", nbytes=int(length) if length.isdigit() else None
+        ) as task:
+            data = bytearray()
+            while chunk := resp.read(_PIECE):
+                data += chunk
+                task.advance(0, len(chunk))
+        return bytes(data)
+
+
+_PIECE = 1 << 20  # a download is read this much at a time
 
 
 def _file_version(filename: str) -> Version | None:

@@ -25,6 +25,7 @@ from compatkit.model.paths import quoted, resolve_inside
 from compatkit.model.records import record_hash
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Protocol
 
     class Files(Protocol):
@@ -69,14 +70,19 @@ class DiskFiles:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise CompatkitError(f"cannot read {quoted(relpath)}: {reason}") from None
 
-    def hash(self, relpath: str, threads: bool = False) -> str | None:
+    def hash(
+        self, relpath: str, threads: bool = False, advance: Callable[[int], None] | None = None
+    ) -> str | None:
         """The RECORD form (``sha256=…``) of the hash of the file at ``relpath``, None if
         absent: streamed (:func:`compatkit.bounded.sha256`), so memory does not grow with its
         size, and with no size bound. A FIFO or a device raises
         :class:`compatkit.bounded.Refused`, naming it. ``threads``: see
-        :func:`compatkit.model.records.hash_bytes`."""
+        :func:`compatkit.model.records.hash_bytes`; ``advance``: told each piece's size
+        (:func:`compatkit.bounded.sha256_open`)."""
         try:
-            return record_hash(bounded.sha256(self._full(relpath), threads=threads))
+            return record_hash(
+                bounded.sha256(self._full(relpath), threads=threads, advance=advance)
+            )
         except (FileNotFoundError, NotADirectoryError):
             return None
         except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...

@@ -32,6 +32,7 @@ from compatkit.load import authoring
 from compatkit.load.registry import Registry
 from compatkit.load.validate import load_patchset
 from compatkit.model.patchset import Patchset, parse_patch
+from compatkit.model.progress import NONE, Reporter
 from compatkit.model.records import hash_bytes
 from compatkit.value import Value
 
@@ -56,16 +57,18 @@ def _owned_by_others(dist: Dist) -> set[str]:
     return owned
 
 
-def find_edits(dist: Dist) -> dict[str, bytes | None]:
-    """Every file of ``dist`` that differs from RECORD, and every file added to its packages."""
+def find_edits(dist: Dist, reporter: Reporter = NONE) -> dict[str, bytes | None]:
+    """Every file of ``dist`` that differs from RECORD, and every file added to its packages
+    (``reporter``: the RECORD rows read of the total)."""
     record = dist.read_record()
     edits: dict[str, bytes | None] = {}
-    for row in record.rows:
-        if not row.hash or _is_metadata(row.path) or _ignored(row.path):
-            continue
-        data = dist.read(row.path)
-        if data is None or hash_bytes(data) != row.hash:
-            edits[row.path] = data
+    rows = [r for r in record.rows if r.hash and not _is_metadata(r.path) and not _ignored(r.path)]
+    with reporter.task(f"reading {dist.name} {dist.version}", total=len(rows)) as task:
+        for row in rows:
+            data = dist.read(row.path)
+            if data is None or hash_bytes(data) != row.hash:
+                edits[row.path] = data
+            task.advance()
     known = record.paths() | _owned_by_others(dist)
     tops = {p.split("/", 1)[0] for p in record.paths() if "/" in p and not _is_metadata(p)}
     for top in sorted(tops):
@@ -210,7 +213,7 @@ def diff(
     dist = env.require(dist_name)
     with Session.open(dist) as session:
         target = _target(registry, into, dist, name, patch_id)
-        edits = find_edits(dist)
+        edits = find_edits(dist, wheels.reporter)
         if not edits:
             raise CompatkitError(f"{dist.name} {dist.version}: no edited files (all match RECORD)")
         bases, source = _bases(dist, target, edits, wheels)

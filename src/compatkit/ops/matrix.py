@@ -23,6 +23,7 @@ from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
 from compatkit.model.matrix import Cell, find_cell, load_matrix
 from compatkit.model.patchset import Patchset
+from compatkit.model.progress import NONE, Reporter
 from compatkit.model.results import (
     DiffState,
     MatrixState,
@@ -158,26 +159,31 @@ def run_cell(
     cell_id: str,
     out_dir: Path,
     progress: Callable[[str], None] = lambda line: None,
+    reporter: Reporter = NONE,
 ) -> dict[str, Any]:
     """Run one cell of ``matrix`` and write its result to ``out_dir/<cell>.json``; return that
     document (``patchsets``: each patchset's entries, ``mismatches``: what differs from the
-    cell's expectations). ``progress`` gets one line per patchset as it starts."""
+    cell's expectations). ``progress`` gets one line per patchset as it starts; ``reporter``
+    the patchsets done of the cell's."""
     cell = find_cell(load_matrix(matrix), cell_id)
     started = time.monotonic()
     results: dict[str, list[Entry]] = {}
     pristine: list[str] = []
-    for name in cell.patchsets:
-        ps = registry.get(name)
-        before = fingerprint(env, ps)
-        doing = (
-            "smoke tests on the unpatched release"
-            if cell.mode == "upstream"
-            else "applying, smoke tests, reverting"
-        )
-        progress(f"cell {cell.id}: {name} ({cell.mode}): {doing} ...")
-        results[name] = run_patchset(registry, env, ps, cell.mode)
-        if fingerprint(env, ps) != before:
-            pristine.append(f"{name}: {ps.distribution} is not pristine after the run")
+    with reporter.task(f"cell {cell.id}", total=len(cell.patchsets)) as task:
+        for name in cell.patchsets:
+            ps = registry.get(name)
+            before = fingerprint(env, ps)
+            doing = (
+                "smoke tests on the unpatched release"
+                if cell.mode == "upstream"
+                else "applying, smoke tests, reverting"
+            )
+            progress(f"cell {cell.id}: {name} ({cell.mode}): {doing} ...")
+            task.describe(f"cell {cell.id}: {name} ({cell.mode})")
+            results[name] = run_patchset(registry, env, ps, cell.mode)
+            if fingerprint(env, ps) != before:
+                pristine.append(f"{name}: {ps.distribution} is not pristine after the run")
+            task.advance()
     bad = mismatches(cell, results) + pristine
     installed = {
         n: (d.version if (d := env.find(n)) else None)

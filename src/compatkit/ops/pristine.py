@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,7 @@ from compatkit.env.state import states_of
 from compatkit.env.target import Dist, Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import outside_environment, quoted
+from compatkit.model.progress import NONE, Reporter, Task
 from compatkit.value import Value
 
 if TYPE_CHECKING:
@@ -166,19 +168,21 @@ BATCH_FILES = 256
 SERIAL_BELOW = 64
 
 
-def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
+def hash_files(jobs: list[tuple[DiskFiles, str]], reporter: Reporter = NONE) -> list[str | None]:
     """The RECORD-form hash of each (files, path) job, in order (None: missing;
     ``NOT_READ`` and why: a FIFO, a device), each file streamed. Many files are hashed in
     worker processes, one per CPU this process may use (:func:`threads`), largest files
     first (one big file started last would finish alone). Processes rather than threads:
     each file costs a few system calls and some bytecode under the GIL, and with tens of
     thousands of small files, threads spend their time waiting for it (docs/benchmarks.md,
-    P3-all)."""
+    P3-all). ``reporter`` is told the files and bytes hashed of the total: piece by piece
+    in this process, batch by batch from the workers."""
     sizes = [files.size(path) for files, path in jobs]
-    order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
     workers = min(threads(), len(jobs))
     if workers <= 1 or len(jobs) < SERIAL_BELOW:
-        return _hash_batch([jobs[i] for i in range(len(jobs))])
+        with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
+            return _hash_batch(jobs, task)
+    order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
     batches: list[list[int]] = [[]]
     held = 0
     for i in order:
@@ -189,11 +193,13 @@ def hash_files(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
         held += sizes[i]
     results: list[str | None] = [None] * len(jobs)
     with _pool(workers) as pool:
-        try:
+        try:  # the workers start (fork) before a progress bar's thread does
             done = pool.map(_hash_batch, [[jobs[i] for i in batch] for batch in batches])
-            for batch, hashes in zip(batches, done, strict=True):
-                for i, found in zip(batch, hashes, strict=True):
-                    results[i] = found
+            with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
+                for batch, hashes in zip(batches, done, strict=True):
+                    for i, found in zip(batch, hashes, strict=True):
+                        results[i] = found
+                    task.advance(len(batch), sum(sizes[i] for i in batch))
         except BaseException:  # Ctrl-C, a worker's bug: start no further batch
             pool.shutdown(wait=False, cancel_futures=True)
             raise
@@ -220,14 +226,18 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _hash_batch(jobs: list[tuple[DiskFiles, str]]) -> list[str | None]:
-    """Each job's hash, in order; a file that cannot be read gives ``NOT_READ`` and why."""
+def _hash_batch(jobs: list[tuple[DiskFiles, str]], task: Task | None = None) -> list[str | None]:
+    """Each job's hash, in order; a file that cannot be read gives ``NOT_READ`` and why.
+    ``task`` (in this process only) is told each piece read and each file done."""
     out: list[str | None] = []
+    read = None if task is None else partial(task.advance, 0)
     for files, path in jobs:
         try:
-            out.append(files.hash(path, threads=True))
+            out.append(files.hash(path, True, read))
         except CompatkitError as exc:
             out.append(NOT_READ + exc.message)
+        if task is not None:
+            task.advance()
     return out
 
 
@@ -246,15 +256,18 @@ def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[
     return listed
 
 
-def _on_disk(keys: list[_Key], by_root: dict[Path, Dist]) -> dict[_Key, str | None]:
+def _on_disk(
+    keys: list[_Key], by_root: dict[Path, Dist], reporter: Reporter
+) -> dict[_Key, str | None]:
     """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`."""
-    found = hash_files([(by_root[root].files, path) for root, path in keys])
+    found = hash_files([(by_root[root].files, path) for root, path in keys], reporter)
     return dict(zip(keys, found, strict=True))
 
 
-def check_all(env: Environment) -> tuple[int, list[DistReport]]:
+def check_all(env: Environment, reporter: Reporter = NONE) -> tuple[int, list[DistReport]]:
     """How many distributions were checked, and a report for each one that is not pristine
-    (in name order), under a shared lock on every site-packages root."""
+    (in name order), under a shared lock on every site-packages root. ``reporter``: the
+    files and bytes hashed of the total (:func:`hash_files`)."""
     dists = installed(env)
     by_root = {d.root: d for d in dists}
     reports = {id(d): DistReport(d.name, d.version) for d in dists}
@@ -262,7 +275,7 @@ def check_all(env: Environment) -> tuple[int, list[DistReport]]:
         for dist in by_root.values():
             stack.enter_context(Session.open(dist, exclusive=False))
         listed = _rows(dists, reports)
-        disk = _on_disk(sorted(listed), by_root)
+        disk = _on_disk(sorted(listed), by_root, reporter)
         patched = {
             (d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files
         }

@@ -34,6 +34,7 @@ from compatkit.env.checks import requirement_problems, target_problem, textual_s
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.patchset import Patch, Patchset
+from compatkit.model.progress import NONE, Reporter
 from compatkit.model.results import DiffState, SmokeState, UpstreamState
 from compatkit.ops.smoke import require_pytest, run_smoke, select
 
@@ -127,17 +128,22 @@ def install_error(stderr: str) -> str:
     return (stderr.strip().splitlines() or ["install failed"])[-1].strip()
 
 
-def throwaway_env(packages: list[str], folder: Path) -> Environment:
-    """A new venv in ``folder`` with ``packages`` installed."""
+def throwaway_env(packages: list[str], folder: Path, reporter: Reporter = NONE) -> Environment:
+    """A new venv in ``folder`` with ``packages`` installed; ``reporter``: its two steps,
+    the venv and the install (each one command: no total of its own)."""
     uv = shutil.which("uv")
     python = folder / "bin" / "python"
-    if uv:
-        subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(folder)], check=True)
-        cmd = [uv, "pip", "install", "-q", "--python", str(python), *packages]
-    else:
-        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
-        cmd = [str(python), "-m", "pip", "install", "-q", *packages]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with reporter.task("creating a throw-away venv", total=2) as task:
+        if uv:
+            subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(folder)], check=True)
+            cmd = [uv, "pip", "install", "-q", "--python", str(python), *packages]
+        else:
+            subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+            cmd = [str(python), "-m", "pip", "install", "-q", *packages]
+        task.advance()
+        task.describe(f"installing {' '.join(packages)}")
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        task.advance()
     if proc.returncode != 0:
         raise CompatkitError(f"cannot install {' '.join(packages)}: {install_error(proc.stderr)}")
     return Environment.for_python(str(python))

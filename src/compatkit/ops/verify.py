@@ -21,6 +21,7 @@ from compatkit.value import Value
 
 if TYPE_CHECKING:
     from compatkit.load.config import ProjectConfig
+    from compatkit.model.progress import Reporter
     from compatkit.ops.project import Selection
 
 
@@ -120,10 +121,11 @@ def unproven(registry: Registry, names: list[str]) -> list[str]:
     return [n for n in names if n not in known]
 
 
-def pristine_problems(dist: Dist) -> list[str]:
+def pristine_problems(dist: Dist, reporter: Reporter | None = None) -> list[str]:
     """Every file that differs from RECORD, every RECORD row that points outside the
     environment (never read), and every file a patchset patched. Rows an installer wrote for
-    the environment's other folders (``../../../bin/tool``) are not checked."""
+    the environment's other folders (``../../../bin/tool``) are not checked. ``reporter``:
+    the files and bytes hashed (:func:`compatkit.ops.pristine.hash_files`)."""
     out, rows = [], []
     for row in dist.read_record().rows:
         place = outside_environment(str(dist.root), row.path)
@@ -133,9 +135,10 @@ def pristine_problems(dist: Dist) -> list[str]:
             )
         elif row.hash and not row.path.startswith("/") and ".." not in row.path.split("/"):
             rows.append(row)
+    from compatkit.model.progress import NONE
     from compatkit.ops.pristine import NOT_READ, hash_files
 
-    found = hash_files([(dist.files, row.path) for row in rows])
+    found = hash_files([(dist.files, row.path) for row in rows], reporter or NONE)
     for row, got in zip(rows, found, strict=True):
         if got is None:
             out.append(f"{row.path} is missing")
@@ -148,11 +151,13 @@ def pristine_problems(dist: Dist) -> list[str]:
     return out
 
 
-def pristine(env: Environment, name: str) -> tuple[Dist, list[str]]:
+def pristine(
+    env: Environment, name: str, reporter: Reporter | None = None
+) -> tuple[Dist, list[str]]:
     """``name``'s distribution and its :func:`pristine_problems`, under a shared lock."""
     dist = env.require(name)
     with Session.open(dist, exclusive=False):
-        return dist, pristine_problems(dist)
+        return dist, pristine_problems(dist, reporter)
 
 
 def unnamed(

@@ -39,7 +39,8 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
 
     output_dir(args.results, "--results")
     out = ctx.out
-    doc = run_cell(ctx.registry, ctx.env, args.matrix, args.cell, args.results, out.line)
+    where = (args.matrix, args.cell, args.results, out.line, ctx.progress)
+    doc = run_cell(ctx.registry, ctx.env, *where)
     out.result(doc)
     cell, mode = doc["cell"], doc["mode"]
     for name, entries in doc["patchsets"].items():

@@ -15,6 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from compatkit.cli.output import Output
+from compatkit.cli.progress import reporter
 from compatkit.errors import UsageError
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import UpstreamState
@@ -33,7 +34,7 @@ def _throwaway(against: Requirement, extra: list[str], folder: Path, out: Output
     requirements are checked against it afterwards, never installed beside it."""
     packages = [str(against), *extra, "pytest"]
     out.line(f"building a throw-away environment: {' '.join(packages)}")
-    return throwaway_env(packages, folder)
+    return throwaway_env(packages, folder, reporter(out.json_mode))
 
 
 def _parse_against(ps: Patchset, against: str, out: Output) -> Requirement:

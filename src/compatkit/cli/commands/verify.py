@@ -94,7 +94,7 @@ def _pristine(args: Namespace, ctx: Context) -> int:
     if args.all:
         from compatkit.ops.pristine import check_all
 
-        checked, reports = check_all(ctx.env)
+        checked, reports = check_all(ctx.env, ctx.progress)
         out.result(
             {"ok": not reports, "checked": checked, "distributions": [r.doc() for r in reports]}
         )
@@ -110,7 +110,7 @@ def _pristine(args: Namespace, ctx: Context) -> int:
         raise UsageError("--pristine takes a distribution (or --all)")
     from compatkit.ops import verify as ops
 
-    dist, problems = ops.pristine(ctx.env, args.pristine)
+    dist, problems = ops.pristine(ctx.env, args.pristine, ctx.progress)
     doc = {"ok": not problems, "distribution": dist.name, "version": dist.version}
     out.result({**doc, "problems": problems})
     if problems:
