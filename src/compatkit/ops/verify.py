@@ -1,4 +1,5 @@
-"""Verify: is a patchset fully applied and intact; is a distribution pristine?
+"""Verify: is a patchset fully applied and intact? (Is a distribution pristine:
+:mod:`compatkit.ops.pristine`.)
 
 A patchset's files are checked twice: against the hashes its state records (the cheap check,
 with the precise words: edited, reinstalled, missing), then, when those agree, against what its
@@ -16,7 +17,6 @@ from compatkit.env.state import states_of
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
-from compatkit.model.paths import outside_environment, quoted
 from compatkit.value import Value
 
 if TYPE_CHECKING:
@@ -73,13 +73,13 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
         if state is None and (moved := _moved_on(registry, name, dist)):
             return [moved]
         if state is None:
+            from compatkit.ops.pristine import is_pristine
+
             lost = (
-                ""
-                if pristine_problems(dist)
-                else (
-                    ": the files match their RECORD, so a reinstall removed the patches "
-                    "or they were never applied"
-                )
+                ": the files match their RECORD, so a reinstall removed the patches "
+                "or they were never applied"
+                if is_pristine(env, dist)
+                else ""
             )
             return [f"{name} is not applied to {dist.name} {dist.version}{lost}"]
         found = [f"{name}: {p}" for p in state_problems(dist, state)]
@@ -118,41 +118,6 @@ def unproven(registry: Registry, names: list[str]) -> list[str]:
     are not in any patchset folder here (an image with a patched wheel, no patchset)."""
     known = set(registry.names())
     return [n for n in names if n not in known]
-
-
-def pristine_problems(dist: Dist) -> list[str]:
-    """Every file that differs from RECORD, every RECORD row that points outside the
-    environment (never read), and every file a patchset patched. Rows an installer wrote for
-    the environment's other folders (``../../../bin/tool``) are not checked."""
-    out, rows = [], []
-    for row in dist.read_record().rows:
-        place = outside_environment(str(dist.root), row.path)
-        if place is not None:
-            out.append(
-                f"RECORD row {quoted(row.path)} points outside the environment ({place}); not read"
-            )
-        elif row.hash and not row.path.startswith("/") and ".." not in row.path.split("/"):
-            rows.append(row)
-    from compatkit.ops.pristine import NOT_READ, hash_files
-
-    found = hash_files([(dist.files, row.path) for row in rows])
-    for row, got in zip(rows, found, strict=True):
-        if got is None:
-            out.append(f"{row.path} is missing")
-        elif got.startswith(NOT_READ):  # a FIFO, a device (compatkit.bounded): not read
-            out.append(got[len(NOT_READ) :])
-        elif got != row.hash:
-            out.append(f"{row.path} does not match its RECORD hash")
-    for state in states_of(dist):
-        out += [f"{f.path} is patched by {state.patchset}" for f in state.files]
-    return out
-
-
-def pristine(env: Environment, name: str) -> tuple[Dist, list[str]]:
-    """``name``'s distribution and its :func:`pristine_problems`, under a shared lock."""
-    dist = env.require(name)
-    with Session.open(dist, exclusive=False):
-        return dist, pristine_problems(dist)
 
 
 def unnamed(

@@ -1,5 +1,4 @@
-"""``compatkit verify [PATCHSET]...``, ``verify --pristine DIST|--all`` and
-``verify --runtime DIR`` (:mod:`compatkit.ops.verify`).
+"""``compatkit verify [PATCHSET]...`` (:mod:`compatkit.ops.verify`).
 
 With no name, the project's ``[tool.compatkit]`` patchsets that fit this environment.
 """
@@ -8,24 +7,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compatkit.errors import CompatkitError, UsageError
+from compatkit.errors import CompatkitError
 
 if TYPE_CHECKING:
     from argparse import Namespace
-    from pathlib import Path
 
     from compatkit.cli.context import Context
     from compatkit.cli.output import Output
-    from compatkit.load.registry import Registry
     from compatkit.ops.verify import VerifyResult
 
 
 def run(args: Namespace, ctx: Context) -> int:
-    if args.runtime is not None:
-        _no_names(args)
-        return _runtime(ctx.registry, args.runtime, ctx.out)
-    if args.pristine is not None or args.all:
-        return _pristine(args, ctx)
     from compatkit.ops import verify as ops
 
     if args.patchset:
@@ -83,61 +75,4 @@ def _render(result: VerifyResult, out: Output, allow_empty: bool, why: str) -> i
             f"note: {', '.join(result.hashes_only)} checked only against the hashes recorded at "
             "apply time (no patch files here to re-derive the bytes from: --patchset-dir)"
         )
-    return 0
-
-
-def _pristine(args: Namespace, ctx: Context) -> int:
-    """``verify --pristine DIST`` or ``verify --pristine --all``."""
-    if args.all and (args.pristine is None or args.pristine or args.patchset):
-        raise UsageError("--all goes with --pristine alone: verify --pristine --all")
-    out = ctx.out
-    if args.all:
-        from compatkit.ops.pristine import check_all
-
-        checked, reports = check_all(ctx.env)
-        out.result(
-            {"ok": not reports, "checked": checked, "distributions": [r.doc() for r in reports]}
-        )
-        if reports:
-            verbose = getattr(args, "verbose", False)  # the first ten files each, or all
-            raise CompatkitError(
-                f"{len(reports)} of {checked} distributions are not pristine",
-                [r.line() if out.json_mode else r.text(verbose) for r in reports],
-            )
-        out.line(f"all {checked} distributions: every file matches its RECORD", style="green")
-        return 0
-    if not args.pristine:
-        raise UsageError("--pristine takes a distribution (or --all)")
-    from compatkit.ops import verify as ops
-
-    dist, problems = ops.pristine(ctx.env, args.pristine)
-    doc = {"ok": not problems, "distribution": dist.name, "version": dist.version}
-    out.result({**doc, "problems": problems})
-    if problems:
-        raise CompatkitError(f"{dist.name} {dist.version} is not pristine", problems)
-    out.line(f"{dist.name} {dist.version}: every file matches its RECORD", style="green")
-    return 0
-
-
-def _no_names(args: Namespace) -> None:
-    if args.patchset:
-        raise UsageError(f"{args.command} --runtime DIR checks the patchsets DIR holds; name none")
-
-
-def _runtime(registry: Registry, root: Path, out: Output) -> int:
-    from compatkit.model.results import PatchState
-    from compatkit.ops import runtime
-
-    checks = runtime.check(registry, root)
-    problems = [p for c in checks for p in c.problems]
-    names = [c.name for c in checks]
-    out.doc.update(ok=not problems, runtime=str(root), patchsets=names, problems=problems)
-    if problems:
-        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
-    served = sum(s.status is PatchState.RUNTIME for c in checks for s in c.statuses)
-    out.line(
-        f"verified: {', '.join(names)} applied at import time by {root} ({served} patches); "
-        "every installed file is the one they were prepared for",
-        style="green",
-    )
     return 0
