@@ -201,9 +201,9 @@ def test_install_refuses_an_interpreter_the_hook_does_not_know(demo: Demo, tmp_p
 def test_a_changed_file_is_refused_loudly(demo: Demo, tmp_path: Path) -> None:
     root = tmp_path / "rt"
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
-    code, out, _ = demo.run("verify", "--runtime", str(root))
+    code, out, _ = demo.run("runtime", "verify", "--dir", str(root))
     assert code == 0 and "verified: demo-fix applied at import time" in out
-    code, out, _ = demo.run("status", "--runtime", str(root), "--json")
+    code, out, _ = demo.run("runtime", "status", "--dir", str(root), "--json")
     (doc,) = json.loads(out)["patchsets"]
     assert [(p["id"], p["status"]) for p in doc["patches"]] == [
         ("patch-1", "applied (runtime)"),
@@ -220,9 +220,9 @@ def test_a_changed_file_is_refused_loudly(demo: Demo, tmp_path: Path) -> None:
     assert proc.stdout.strip() == "RuntimeRefusal"
     assert "compatkit runtime: refusing to import demo.greet" in proc.stderr  # even when caught
     assert "changed since demo-fix:patch-1 was prepared" in proc.stderr
-    code, out, err = demo.run("verify", "--runtime", str(root))
+    code, out, err = demo.run("runtime", "verify", "--dir", str(root))
     assert code == 1 and "demo-fix patch-1" in err and "the hook refuses to import it" in err
-    code, out, _ = demo.run("status", "--runtime", str(root))
+    code, out, _ = demo.run("runtime", "status", "--dir", str(root))
     assert code == 0 and "drifted" in out and "applied (runtime)" not in out.split("\n", 1)[1]
     # a file edited after install: refused as apply refuses it; --force patches it as it is
     greet.write_text("def hello(name):\n    return 'hey ' + name\n")
@@ -326,7 +326,7 @@ def test_sitecustomize_chains_and_pth_form(demo: Demo, tmp_path: Path) -> None:
     assert run(plain, _env(tmp_path)).stdout.strip() == "hi x"
     isolated = [plain[0], "-I", *plain[1:]]  # -I ignores PYTHONPATH, not site-packages' .pth
     assert run(isolated, _env(tmp_path)).stdout.strip() == "hi x"
-    assert demo.run("verify", "--runtime", str(root))[0] == 0
+    assert demo.run("runtime", "verify", "--dir", str(root))[0] == 0
     code, out, _ = demo.run("runtime", "uninstall", "--dir", str(root))
     assert code == 0 and not list(demo.venv.site.glob("00-compatkit-runtime.*"))
     assert run(plain, _env(tmp_path)).stdout.strip() == "hello x"
@@ -341,7 +341,7 @@ def test_bad_input_is_one_line_with_a_documented_exit_code(demo: Demo, tmp_path:
         (["exec", "demo-fix", "demo-fix", "--", "true"], 2, "a patchset is named twice"),
         (["runtime", "uninstall", "--dir", str(tmp_path)], 2, "holds no compatkit runtime"),
         (["runtime", "install", "--dir", str(tmp_path / "x")], 2, "needs at least one patchset"),
-        (["verify", "--runtime", str(tmp_path), "demo-fix"], 2, "name none"),
+        (["runtime", "verify", "--dir", str(tmp_path), "demo-fix"], 2, "name none"),
     ]
     for args, expected, text in cases:
         code, _, err = demo.run(*args)
