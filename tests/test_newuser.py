@@ -364,7 +364,7 @@ def test_pytest_hint_in_a_uv_venv_uses_uv(demo: Demo) -> None:
         (["status", "demo-fix"], "status", True),
         (["explain", "patch-1"], "explain", True),
         (["verify", "demo-fix"], "verify", False),
-        (["pristine", "demo"], "verify", True),
+        (["pristine", "demo"], "pristine", True),
         (["apply", "demo-fix", "--dry-run"], "apply", True),
         (["apply", "no-such"], "apply", False),
         (["completion", "bash"], "completion", True),
