@@ -119,12 +119,13 @@ def project(demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Demo
 def _entries(doc: object, path: str) -> list[dict[str, object]]:
     """The dicts at ``path`` (``patchsets.patches``: every patch of every patchset); a dict
     of dicts (``overwritten_by``) is not walked into."""
-    found = [doc]
+    found: list[object] = [doc]
     for key in path.split("."):
-        found = [v[key] for v in found if isinstance(v, dict)]  # type: ignore[index]
+        found = [v[key] for v in found if isinstance(v, dict)]
         found = [x for v in found for x in (v if isinstance(v, list) else [v])]
-    assert found and all(isinstance(v, dict) for v in found), (path, doc)
-    return found  # type: ignore[return-value]
+    dicts = [v for v in found if isinstance(v, dict)]
+    assert dicts and len(dicts) == len(found), (path, doc)
+    return dicts
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
