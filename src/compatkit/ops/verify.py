@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 class VerifyResult(Value):
     """Each patchset's problems (empty: verified), in the order named; ``hashes_only``: those
     checked only against the hashes recorded at apply time; ``skipped``: the project's
-    patchsets that do not fit here, and ``notes`` the lines that say so."""
+    patchsets that do not fit here, and ``notes`` the lines that say so; ``empty``: why
+    nothing was there to verify (for when nothing was)."""
 
-    __slots__ = ("found", "hashes_only", "skipped", "notes")
+    __slots__ = ("found", "hashes_only", "skipped", "notes", "empty")
 
     def __init__(
         self,
@@ -37,23 +38,26 @@ class VerifyResult(Value):
         hashes_only: list[str],
         skipped: list[dict[str, str]] | None = None,
         notes: list[tuple[str, str | None]] | None = None,
+        empty: str = "no patchset is applied in this environment",
     ) -> None:
         self.found, self.hashes_only = found, hashes_only
-        self.skipped, self.notes = skipped or [], notes or []
+        self.skipped, self.notes, self.empty = skipped or [], notes or [], empty
 
     @property
     def problems(self) -> list[str]:
         return [p for found in self.found.values() for p in found]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, allow_empty: bool = False) -> dict[str, object]:
+        """With nothing verified, ``ok`` only if ``allow_empty``; the reason is the problem."""
         patchsets = [
             {"name": n, "ok": not p, "problems": p, "hashes_only": n in self.hashes_only}
             for n, p in self.found.items()
         ]
+        problems = self.problems if self.found or allow_empty else [self.empty]
         return {
-            "ok": not self.problems,
+            "ok": not problems,
             "patchsets": patchsets,
-            "problems": self.problems,
+            "problems": problems,
             "skipped": self.skipped,
         }
 
@@ -135,6 +139,29 @@ def unnamed(
 
     selection = select(config, registry, env)
     return selection.chosen, selection, f"no patchset of {config.path} fits this environment"
+
+
+def verify_project(
+    config: ProjectConfig | None, registry: Registry, env: Environment
+) -> VerifyResult:
+    """``verify`` with no name: the project's ``[tool.compatkit]`` set that fits, or without
+    a project what is applied here (:func:`unnamed`). An installed patched wheel the project's
+    dependencies no longer accept fails it before anything is verified."""
+    names, selection, why = unnamed(config, registry, env)
+    skipped: list[dict[str, str]] = []
+    notes: list[tuple[str, str | None]] = []
+    if selection is not None and config is not None:
+        from compatkit.delivery.wheelpin import project_mismatches
+
+        targets = [registry.get(n).distribution for n in selection.chosen]
+        moved = project_mismatches(config.path, env, targets)
+        if moved:
+            raise CompatkitError(
+                "the installed patched wheel is not what the project asks for", moved
+            )
+        skipped, notes = selection.skipped_doc(), selection.notices()
+    found = {name: problems(registry, env, name) for name in names}
+    return VerifyResult(found, unproven(registry, names), skipped, notes, why)
 
 
 def nothing_verified(why: str, option: str = "--allow-empty") -> CompatkitError:

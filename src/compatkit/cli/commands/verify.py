@@ -22,48 +22,22 @@ def run(args: Namespace, ctx: Context) -> int:
 
     if args.patchset:
         result = ops.verify(ctx.registry, ctx.env, args.patchset)
-        return _render(result, ctx.out, args.allow_empty, "")
-    return _project(args, ctx)
+    else:  # the project's [tool.compatkit] set that fits, or what is applied here
+        result = ops.verify_project(ctx.config, ctx.registry, ctx.env)
+    return _render(result, ctx.out, args.allow_empty)
 
 
-def _project(args: Namespace, ctx: Context) -> int:
-    """No name: the project's ``[tool.compatkit]`` set that fits, or without a project what
-    is applied here (:func:`compatkit.ops.verify.unnamed`)."""
-    from compatkit.ops import verify as ops
-
-    config, registry, env = ctx.config, ctx.registry, ctx.env
-    names, selection, why = ops.unnamed(config, registry, env)
-    skipped: list[dict[str, str]] = []
-    notes: list[tuple[str, str | None]] = []
-    if selection is not None and config is not None:
-        from compatkit.delivery.wheelpin import project_mismatches
-
-        targets = [registry.get(n).distribution for n in selection.chosen]
-        moved = project_mismatches(config.path, env, targets)
-        if moved:
-            raise CompatkitError(
-                "the installed patched wheel is not what the project asks for", moved
-            )
-        skipped, notes = selection.skipped_doc(), selection.notices()
-    result = ops.verify(registry, env, names)
-    result.skipped, result.notes = skipped, notes
-    return _render(result, ctx.out, args.allow_empty, why)
-
-
-def _render(result: VerifyResult, out: Output, allow_empty: bool, why: str) -> int:
+def _render(result: VerifyResult, out: Output, allow_empty: bool) -> int:
     out.lines(result.notes)
-    doc = result.to_json()
+    out.result(result.to_json(allow_empty))
     names = list(result.found)
     if not names:  # a CI gate that checked nothing fails, unless told an empty set is fine
-        why = why or "no patchset is applied in this environment"
-        out.result({**doc, "ok": allow_empty, "problems": [] if allow_empty else [why]})
         if allow_empty:
-            out.line(f"{why}; nothing to verify (--allow-empty)")
+            out.line(f"{result.empty}; nothing to verify (--allow-empty)")
             return 0
         from compatkit.ops.verify import nothing_verified
 
-        raise nothing_verified(why)
-    out.result(doc)
+        raise nothing_verified(result.empty)
     problems = result.problems
     if problems:
         raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
