@@ -443,10 +443,7 @@ COMMANDS: dict[str, Command] = {
         "usage": "%(prog)s [-h] [options] PATCHSET [PATCHSET ...] -- COMMAND [ARG ...]",
     },
     "runtime": {
-        "help": (
-            "install, check or remove a runtime-mode hook (sitecustomize.py, or --pth): "
-            "install, uninstall, status, verify"
-        ),
+        "help": "install, check (status, verify) or remove a runtime-mode hook (sitecustomize.py)",
         "options": (
             {
                 "flags": ("action",),
