@@ -253,13 +253,13 @@ def check(env: Environment, names: list[str] | None = None) -> PristineResult:
     with ExitStack() as stack:
         for dist in {d.root: d for d in dists}.values():  # one lock per site-packages
             stack.enter_context(Session.open(dist, exclusive=False))
-        reports = _reports(env, dists, every)
+        reports = _reports(env, dists, attribute=not every)  # --all: every RECORD is read
     return PristineResult([(d.name, d.version) for d in dists], reports, every)
 
 
 def is_pristine(env: Environment, dist: Dist) -> bool:
     """Whether every file of ``dist`` matches its RECORD (the caller holds its lock)."""
-    return not _reports(env, [dist], every=False)
+    return not _reports(env, [dist], attribute=False)
 
 
 def _named(env: Environment, names: list[str]) -> list[Dist]:
@@ -272,9 +272,9 @@ def _named(env: Environment, names: list[str]) -> list[Dist]:
     return found
 
 
-def _reports(env: Environment, dists: list[Dist], every: bool) -> list[DistReport]:
-    """A report for each of ``dists`` that is off, in name order. Not ``every``: the other
-    installed distributions' RECORDs are read only to attribute a file that differs."""
+def _reports(env: Environment, dists: list[Dist], attribute: bool) -> list[DistReport]:
+    """A report for each of ``dists`` that is off, in name order. ``attribute``: read the
+    other installed distributions' RECORDs, when a file differs, to name who overwrote it."""
     by_root = {d.root: d for d in dists}
     reports = {id(d): DistReport(d.name, d.version) for d in dists}
     listed = _rows(dists, reports)
@@ -293,7 +293,7 @@ def _reports(env: Environment, dists: list[Dist], every: bool) -> list[DistRepor
         and key not in patched
         and any(want != got for _, want in owners)
     }
-    others = {} if every or not differ else _other_owners(env, dists, differ)
+    others = _other_owners(env, dists, differ) if attribute and differ else {}
     for key, owners in listed.items():
         for dist, want in owners:
             everyone = owners + others.get(key, [])
