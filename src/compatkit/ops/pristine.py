@@ -1,17 +1,18 @@
 """``pristine``: installed distributions (named, or ``--all``) against their RECORD.
 
 Each file a RECORD lists is hashed once, however many RECORDs list it, streamed
-(:func:`compatkit.bounded.sha256`: memory does not grow with a file's size) on as many threads
-as this process may run on (:func:`hash_files`), largest files first. A file whose bytes
-differ from its RECORD row is attributed: when another installed distribution's RECORD lists
-the same path and the bytes on disk are that one's, the file was **overwritten** by it (two
-wheels shipping one path: the installer that ran last won, and ``pip check`` sees nothing).
-Otherwise it is missing or matches no RECORD at all. Files a compatkit patchset changed (its
-state lists them; apply rewrites their RECORD rows) are counted as patched by it. A RECORD
-row pointing outside the environment is counted and never read; a listed file that is not a
-regular file (a FIFO, a device) is counted as not read (:mod:`compatkit.bounded`). Named
-distributions are checked alone: the other RECORDs are read only when a file differs, to
-say who overwrote it. Each report names its files (:meth:`DistReport.text`: the first
+(:func:`compatkit.bounded.sha256`: memory does not grow with a file's size) by as many worker
+processes as this process may run on CPUs (:func:`hash_files`), largest files first. A file
+whose bytes differ from its RECORD row is
+attributed: when another installed distribution's RECORD lists the same path and the bytes on
+disk are that one's, the file was **overwritten** by it (two wheels shipping one path: the
+installer that ran last won, and ``pip check`` sees nothing). Otherwise it is missing or
+matches no RECORD at all. Files a compatkit patchset changed (its state lists them; apply
+rewrites their RECORD rows) are counted as patched by it.
+A RECORD row pointing outside the environment is counted and never read; a listed file that
+is not a regular file (a FIFO, a device) is counted as not read (:mod:`compatkit.bounded`).
+Named distributions are checked alone: the other RECORDs are read only when a file differs,
+to say who overwrote it. Each report names its files (:meth:`DistReport.text`: the first
 :data:`SHOWN` of each kind, and a count).
 
 >>> r = DistReport("cuda-bindings", "13.5.0")
