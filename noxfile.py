@@ -10,7 +10,7 @@
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
 - wheel_proof: the patched speculators wheel installed with vLLM 0.16.0, checked and smoke-tested
 - runtime: runtime mode on the real stack (tests/test_runtime_real.py)
-- pristine_real: verify --pristine --all on today's vLLM 0.33 stack, unpinned and pinned
+- pristine_real: pristine --all on today's vLLM 0.33 stack, unpinned and pinned
 - demo: the README demo on the real stack, then a byte-identical check
 - matrix(cell=ID): one cell of matrix.toml; compat_docs: docs/compatibility.md from the results
 - bench: the benchmarks into docs/benchmarks.md; bench_quick: each once, small (CI)
@@ -348,7 +348,7 @@ def runtime(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def pristine_real(session: nox.Session) -> None:
-    """verify --pristine --all on today's stack as uv resolves it (cuda-python 12.6.2.post1's
+    """pristine --all on today's stack as uv resolves it (cuda-python 12.6.2.post1's
     files over cuda-bindings 13.5.0's: named, exit 1) and with vllm033-hidden-states' pins (the
     pair gone): tests/test_pristine_all.py. The pinned venv is the proof's and the matrix's."""
     session.install("-e", ".[test]")

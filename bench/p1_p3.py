@@ -1,5 +1,5 @@
-"""P1: start-up of status / verify / explain; P3: verify --pristine over all of vLLM; P3-all:
-verify --pristine --all over the whole environment.
+"""P1: start-up of status / verify / explain; P3: pristine over all of vLLM; P3-all: pristine
+--all over the whole environment.
 
 P1 times the commands in the same rounds as ``python -c pass`` and, as peers (no target), the
 ``--version`` of pre-commit, nox and pip installed beside compatkit (``nox -s bench`` installs
@@ -131,13 +131,13 @@ def p3(report: Report, python: Path) -> None:
     sha = ["sh", "-c", f"xargs -0 -P {os.cpu_count() or 1} -n 200 sha256sum < {lst.name}"]
     try:
         ref = median_of(runs, lambda: timed(sha, env=env, cwd=site))
-        value = median_of(runs, lambda: timed([str(exe), "verify", "--pristine", "vllm"], env=env))
+        value = median_of(runs, lambda: timed([str(exe), "pristine", "vllm"], env=env))
     finally:
         Path(lst.name).unlink()
     report.add(
         Figure(
             "P3",
-            f"compatkit verify --pristine vllm ({len(files)} files)",
+            f"compatkit pristine vllm ({len(files)} files)",
             value,
             f"sha256sum, {os.cpu_count()} processes",
             ref,
@@ -155,7 +155,7 @@ def cores() -> int:
 
 
 def p3_all(report: Report, python: Path) -> None:
-    """P3-all: ``verify --pristine --all`` over the whole environment against ``sha256sum``
+    """P3-all: ``pristine --all`` over the whole environment against ``sha256sum``
     over the same files (every regular file a RECORD lists, once) with ``xargs -P <cores>``,
     timed in turn in the same rounds."""
     runs = 1 if report.quick else 5
@@ -173,7 +173,7 @@ def p3_all(report: Report, python: Path) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".lst", delete=False) as lst:
         lst.write("\0".join(sorted(files)))
     sha = ["sh", "-c", f"xargs -0 -P {n} -n 200 sha256sum < {lst.name} > /dev/null"]
-    verify = [str(exe), "verify", "--pristine", "--all"]
+    verify = [str(exe), "pristine", "--all"]
     try:
         sha_s, ck_s = interleaved(
             runs, lambda: timed(sha, env=env, cwd=site), _any_exit(verify, env)
@@ -183,7 +183,7 @@ def p3_all(report: Report, python: Path) -> None:
     report.add(
         Figure(
             "P3-all",
-            f"compatkit verify --pristine --all ({len(files)} files, {size >> 20} MiB)",
+            f"compatkit pristine --all ({len(files)} files, {size >> 20} MiB)",
             ck_s,
             f"sha256sum, xargs -P {n}",
             sha_s,

@@ -23,8 +23,8 @@ TARGETS = """\
 |---|---|---|---|
 | P1 | wall time of `status`, `verify`, `explain patch-6` with the patchset applied (peers beside them: `pre-commit --version`, `nox --version`, `pip --version`, no target); `explain patch-6` with the requirements unmet and from a tool venv with `--python`; the pytest plugin's overhead per session | `python -c pass` | ≤ 6× |
 | P2 | `apply` + `revert` of 1,000 files, one hunk each, over a 1,000-module distribution | `git apply` + `git apply -R` | ≤ 2× |
-| P3 | `verify --pristine vllm` over all of vLLM 0.16.0 | `sha256sum` on both cores | ≤ 1.2× |
-| P3-all | `verify --pristine --all` over every distribution of the environment (each RECORD-listed file once) | `sha256sum` over the same files, `xargs -P <cores>` (cores: the process's CPU affinity) | ≤ 1.0× |
+| P3 | `pristine vllm` over all of vLLM 0.16.0 | `sha256sum` on both cores | ≤ 1.2× |
+| P3-all | `pristine --all` over every distribution of the environment (each RECORD-listed file once) | `sha256sum` over the same files, `xargs -P <cores>` (cores: the process's CPU affinity) | ≤ 1.0× |
 | P4 | warm re-run of the speculators 0.3.0 + vLLM 0.16.0 matrix cell | its smoke tests alone | ≤ 1.3× |
 | P5 | `apply` + `revert` of a real upgrade diff: requests 2.31.0 → 2.32.3 as one patch (click and jinja2 as extra rows) | `git apply` + `git apply -R` | ≤ 4× |
 | P6 | `compatkit wheel speculators-vllm016`: the patched speculators 0.3.0 wheel | a re-zip of the same wheel | (reported) |

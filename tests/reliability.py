@@ -151,7 +151,7 @@ class CrashTarget:
             assert now in (start, done), (step, diff_keys(now, start), diff_keys(now, done))
             verify = self.inproc("verify", self.name)
             assert (verify.code == 0) == (now == applied), (step, verify.err)
-            assert (self.inproc("verify", "--pristine", self.dist).code == 0) == (now == pristine)
+            assert (self.inproc("pristine", self.dist).code == 0) == (now == pristine)
             assert not [p for p in self.venv.site.rglob("*") if "compatkit-" in p.name]
             recovered += 1
             if now != start:

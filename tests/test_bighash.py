@@ -1,7 +1,7 @@
 """Installed files of any size are hashed streamed (issue 36, items 1 and 5).
 
 Sparse files stand for gigabyte libraries (a libtorch ``.so``): no real disk is written. The
-peak memory of a ``verify --pristine`` is measured in a child process (resource.getrusage),
+peak memory of a ``pristine`` is measured in a child process (resource.getrusage),
 so nothing the test process itself holds counts."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from compatkit import bounded
 from compatkit.env.target import Environment
 from compatkit.model.records import hash_bytes, row_for
-from compatkit.ops.verify import pristine_problems
+from compatkit.ops.pristine import check
 from conftest import Venv, build_wheel, run_cli
 
 MIB = 1 << 20
@@ -85,14 +85,14 @@ def _peak_rss(python: str, *args: str) -> tuple[int, int]:
 def test_a_2gb_file_is_verified_in_little_memory(small_venv: Venv) -> None:
     big = _sparse(small_venv.site / "big" / "libbig.so", 2 << 30)
     _add_to_record(small_venv, "big", [f"big/libbig.so,{_streamed(big)},{2 << 30}"])
-    for args in (["verify", "--pristine", "big"], ["verify", "--pristine", "--all"]):
+    for args in (["pristine", "big"], ["pristine", "--all"]):
         rc, peak = _peak_rss(small_venv.python, *args)
         assert rc == 0, args
         assert peak < 150 * MIB, (args, peak)
     with open(big, "r+b") as f:  # one byte changed, far into the file: found
         f.seek(1 << 30)
         f.write(b"x")
-    rc, peak = _peak_rss(small_venv.python, "verify", "--pristine", "--all")
+    rc, peak = _peak_rss(small_venv.python, "pristine", "--all")
     assert rc == 1 and peak < 150 * MIB
 
 
@@ -102,7 +102,7 @@ def test_a_file_over_4_gib(small_venv: Venv, capsys: pytest.CaptureFixture[str])
     size = (4 << 30) + 3 * MIB + 5
     big = _sparse(small_venv.site / "big" / "huge.bin", size)
     _add_to_record(small_venv, "big", [f"big/huge.bin,{_streamed(big)},{size}"])
-    code, out, err = run_cli(capsys, "--python", small_venv.python, "verify", "--pristine", "big")
+    code, out, err = run_cli(capsys, "--python", small_venv.python, "pristine", "big")
     assert (code, err) == (0, ""), err
     assert out == "big 1.0: every file matches its RECORD\n"
 
@@ -145,9 +145,10 @@ def test_a_file_that_changes_size_while_hashed_is_changed(
     small_venv: Venv, changing: Callable[[int], None], new_size: int
 ) -> None:
     """Shrinks below what was read, or grows a little or a lot: reported, never a crash."""
-    dist = Environment.for_python(small_venv.python).require("big")
+    env = Environment.for_python(small_venv.python)
     changing(new_size)
-    assert pristine_problems(dist) == ["big/data.bin does not match its RECORD hash"]
+    (report,) = check(env, ["big"]).reports
+    assert report.foreign == ["big/data.bin"] and report.line().endswith("1 file matches no RECORD")
 
 
 @pytest.mark.slow
@@ -162,13 +163,13 @@ def test_a_distribution_of_50000_files(
         (folder / f"m{i}.py").write_bytes(data)
         rows.append(row_for(f"big/many/m{i}.py", data).raw)
     _add_to_record(small_venv, "big", rows)
-    for args in (["--pristine", "big"], ["--pristine", "--all"]):
-        code, _, err = run_cli(capsys, "--python", small_venv.python, "verify", *args)
+    for args in (["big"], ["--all"]):
+        code, _, err = run_cli(capsys, "--python", small_venv.python, "pristine", *args)
         assert (code, err) == (0, ""), err
     for i in (7, 49_999):
         (folder / f"m{i}.py").write_bytes(b"changed\n")
     (folder / "m123.py").unlink()
-    code, _, err = run_cli(capsys, "--python", small_venv.python, "verify", "--pristine", "--all")
+    code, _, err = run_cli(capsys, "--python", small_venv.python, "pristine", "--all")
     assert code == 1
     assert err.splitlines()[1:] == [
         "  - big 1.0: 1 file missing; 2 files match no RECORD",

@@ -6,7 +6,7 @@ for ever), a symbolic link to ``/dev/zero`` (a plain ``read`` never ends) and a 
 then every command that reads the environment runs in a child process with a timeout (a hang
 fails the test) and an address-space limit (a read without end fails fast instead of filling
 the machine). Each ends in exit 0, or exit 1 with one line naming the file. ``explain -``'s
-standard input gets the same treatment, and ``verify --pristine`` a RECORD row that leaves the
+standard input gets the same treatment, and ``pristine`` a RECORD row that leaves the
 environment.
 """
 
@@ -77,8 +77,8 @@ class Env:
             [*base, *args]
             for args in (
                 ["status"],
-                ["verify", "--pristine", "demo"],
-                ["verify", "--pristine", "--all"],
+                ["pristine", "demo"],
+                ["pristine", "--all"],
                 ["sbom", "-o", f"{out}/sbom.json"],
                 wheel,
                 ["apply", "demo-fix"],
@@ -190,7 +190,7 @@ def test_no_environment_file_hangs_a_command(env: Env, name: str, kind: str) -> 
         assert "Traceback" not in err and "internal error" not in err, (what, err)
         if code == 0:
             continue
-        # one line, and one per problem under it (verify --pristine --all: each with the
+        # one line, and one per problem under it (pristine --all: each with the
         # files it names indented below)
         lines = err.rstrip("\n").split("\n")
         assert lines[0].startswith("compatkit: error: "), (what, err)
@@ -294,7 +294,7 @@ def test_explain_keeps_the_last_mib_of_standard_input() -> None:
     assert [m["id"] for m in json.loads(out)["matches"]] == ["patch-6"]
 
 
-# verify --pristine: RECORD rows that leave the environment
+# pristine: RECORD rows that leave the environment
 
 
 def _rewrite_record(venv: Venv, extra: str) -> None:
@@ -304,7 +304,7 @@ def _rewrite_record(venv: Venv, extra: str) -> None:
     tmp.replace(record)  # a new inode: never written through a link to uv's cache
 
 
-def test_verify_pristine_reports_a_record_row_outside_the_environment(
+def test_pristine_reports_a_record_row_outside_the_environment(
     env: Env, capsys: pytest.CaptureFixture[str]
 ) -> None:
     outside = env.tmp / "outside"
@@ -316,19 +316,20 @@ def test_verify_pristine_reports_a_record_row_outside_the_environment(
     rows = f"{rel},sha256=wrong,10\n/etc/passwd,sha256=wrong,10\n"
     _rewrite_record(env.venv, f"{tool},{hash_bytes(b'#!/bin/sh' + bytes([10]))},10\n{rows}")
     base = ("--python", env.venv.python)
-    code, out, err = run_cli(capsys, *base, "--json", "verify", "--pristine", "demo")
+    code, out, err = run_cli(capsys, *base, "--json", "pristine", "demo")
     assert code == 1, err
-    problems = json.loads(out)["problems"]
-    assert problems == [
-        f"RECORD row {rel!r} points outside the environment ({outside / 'shadow'}); not read",
-        "RECORD row '/etc/passwd' points outside the environment (/etc/passwd); not read",
+    (report,) = json.loads(out)["distributions"]
+    assert report["outside_environment"] == [
+        f"{rel!r}: {outside / 'shadow'}",
+        "'/etc/passwd': /etc/passwd",
     ]
-    code, out, err = run_cli(capsys, *base, "verify", "--pristine", "--all")
-    assert code == 1
-    assert err.splitlines()[1:] == [
-        f"  - demo 1.0: 2 RECORD rows outside the environment, not read ({rel!r}: "
-        f"{outside / 'shadow'}, and 1 more)"
-    ]
+    for args in (["demo"], ["--all"]):
+        code, out, err = run_cli(capsys, *base, "pristine", *args)
+        assert code == 1
+        assert err.splitlines()[1:] == [
+            f"  - demo 1.0: 2 RECORD rows outside the environment, not read ({rel!r}: "
+            f"{outside / 'shadow'}, and 1 more)"
+        ]
 
 
 # wheel: the note on a copy that is no zip archive
@@ -382,7 +383,7 @@ def _one_line(code: int | None, err: bytes, *words: str) -> None:
 def test_verify_runtime_never_hangs_on_the_start_up_files(
     demo: Demo, tmp_path: Path, name: str, kind: str
 ) -> None:
-    """``verify --runtime`` compares the ``.pth`` and its boot module (site-packages: the
+    """``runtime verify`` compares the ``.pth`` and its boot module (site-packages: the
     environment's files) with the manifest; a FIFO there hung it, a link to /dev/zero read
     until memory ran out."""
     root = tmp_path / "rt"
@@ -392,7 +393,7 @@ def test_verify_runtime_never_hangs_on_the_start_up_files(
     path = pth if name == "pth" else demo.venv.site / f"{BOOT_MODULE}.py"
     assert path.is_file()
     _replace(path, kind)
-    cmd = [sys.executable, "-c", LIMITED, "verify", "--runtime", str(root)]
+    cmd = [sys.executable, "-c", LIMITED, "runtime", "verify", "--dir", str(root)]
     status, _, said = child(cmd, _runtime_env(tmp_path))
     why = "is missing or unreadable" if name == "pth" else "is missing or not the start-up"
     _one_line(status, said, str(path), why)

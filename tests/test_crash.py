@@ -5,7 +5,7 @@ Three patchsets: the demo one, the real speculators-vllm016 on the real speculat
 The child is a real ``python -m compatkit`` process killed by ``COMPATKIT_CRASH_AT=N`` (see
 ``compatkit.env.txn._step``); the checks after each kill run in this process. After every kill the
 site-packages tree must be byte-exact pristine or byte-exact fully applied (RECORD, state,
-backups and bytecode included) and ``verify`` / ``verify --pristine`` must agree.
+backups and bytecode included) and ``verify`` / ``pristine`` must agree.
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ def test_apply_failing_on_one_node_reverts_it_on_the_others(
             "demo/greet.py does not match its RECORD hash (edited after install?))",
         ]
     ), err
-    assert fleet.local(capsys, fleet.pythons["ck-A"], "verify", "--pristine", "demo") == 0
+    assert fleet.local(capsys, fleet.pythons["ck-A"], "pristine", "demo") == 0
     code, out, _ = fleet.fleet(capsys, "apply", "demo-fix", "--json")
     ends = {n: d["end_state"] for n, d in fleet.by_node(json.loads(out)).items()}
     assert code == 1 and json.loads(out)["rolled_back"] is True
@@ -311,7 +311,7 @@ def test_a_job_with_the_plugin_runs_on_the_uv_env_it_patched(
     with pytest.raises(PackageNotFoundError):  # never into the test runner's venv (UV_PYTHON)
         distribution("demo")
     assert not fleet.verified("ck-B")  # node B's own environment was not written
-    assert fleet.local(capsys, fleet.pythons["ck-B"], "verify", "--pristine", "demo") == 0
+    assert fleet.local(capsys, fleet.pythons["ck-B"], "pristine", "demo") == 0
 
 
 def test_verify_mode_fails_the_worker_start_naming_the_patches(a_patched: Fleet) -> None:
@@ -339,7 +339,7 @@ def test_apply_mode_writes_only_where_it_is_told_to(
     line = str(refused.value).splitlines()[1].partition("] ")[2]
     assert line.startswith("compatkit: refusing to apply demo-fix to demo 1.0"), line
     assert '"allow_write": true' in str(refused.value)
-    assert fleet.local(capsys, fleet.pythons["ck-B"], "verify", "--pristine", "demo") == 0
+    assert fleet.local(capsys, fleet.pythons["ck-B"], "pristine", "demo") == 0
     assert on("ck-B", fleet, {"mode": "apply", "allow_write": True})[0] == "hi x"
     assert fleet.verified("ck-B")
 
@@ -352,7 +352,7 @@ def test_runtime_mode_serves_the_fix_and_writes_nothing(
     fleet = a_patched
     assert on("ck-B", fleet, {"mode": "runtime"}) == ("hi x", fleet.pythons["ck-B"])
     assert not fleet.verified("ck-B")
-    assert fleet.local(capsys, fleet.pythons["ck-B"], "verify", "--pristine", "demo") == 0
+    assert fleet.local(capsys, fleet.pythons["ck-B"], "pristine", "demo") == 0
 
 
 def test_a_node_killed_during_apply_is_named_and_the_run_rolled_back(
@@ -387,7 +387,7 @@ def test_a_node_killed_during_apply_is_named_and_the_run_rolled_back(
     assert "(died during fleet apply (" in err
     assert fleet.verified("ck-A")  # applied before this run: kept
     for name in ("ck-B", "ck-C"):
-        assert fleet.local(capsys, fleet.pythons[name], "verify", "--pristine", "demo") == 0
+        assert fleet.local(capsys, fleet.pythons[name], "pristine", "demo") == 0
     fleet.cluster.wait_dead(ray, c)
     code, out, _ = fleet.fleet(capsys, "apply", "demo-fix")
     assert code == 0 and f"not asked (dead before this run): {c.node_id[:12]}" in out, out

@@ -307,7 +307,7 @@ def test_not_installed_names_the_interpreter_and_the_active_venv(
     from compatkit.env.venvs import active_venv
 
     assert active_venv() is None  # the test runner is no tool environment
-    code, _, err = run_cli(capsys, "verify", "--pristine", "demo")
+    code, _, err = run_cli(capsys, "pristine", "demo")
     assert code == 1 and err.count("\n") == 1, err
     assert sys.executable in err and f"add --python {demo.venv.root}" in err
 
@@ -336,7 +336,7 @@ def test_a_system_python_reads_its_user_site_and_dist_packages(
                     str(demo.wheel)], check=True)  # fmt: skip  # as pip install --user would
     env = Environment.for_python(str(SYSTEM_PYTHON))
     assert user.strip() in env.paths
-    assert run_cli(capsys, "--python", str(SYSTEM_PYTHON), "verify", "--pristine", "demo")[0] == 0
+    assert run_cli(capsys, "--python", str(SYSTEM_PYTHON), "pristine", "demo")[0] == 0
     debian = Path("/usr/lib/python3/dist-packages")
     infos = sorted(debian.glob("*.dist-info")) if debian.is_dir() else []
     if infos:  # a Debian Python: its own packages live in dist-packages
@@ -364,7 +364,7 @@ def test_pytest_hint_in_a_uv_venv_uses_uv(demo: Demo) -> None:
         (["status", "demo-fix"], "status", True),
         (["explain", "patch-1"], "explain", True),
         (["verify", "demo-fix"], "verify", False),
-        (["verify", "--pristine", "demo"], "verify", True),
+        (["pristine", "demo"], "pristine", True),
         (["apply", "demo-fix", "--dry-run"], "apply", True),
         (["apply", "no-such"], "apply", False),
         (["completion", "bash"], "completion", True),
@@ -414,7 +414,7 @@ def test_a_missing_distribution_is_exit_1_everywhere(demo: Demo) -> None:
     shutil.copytree(demo.patchsets / "demo-fix", write)
     toml = write / "patchset.toml"
     toml.write_text(toml.read_text().replace('"demo"', '"absent"').replace('"demo-fix"', '"other"'))
-    pristine, apply = demo.run("verify", "--pristine", "absent"), demo.run("apply", "other")
+    pristine, apply = demo.run("pristine", "absent"), demo.run("apply", "other")
     assert (pristine[0], apply[0]) == (1, 1)
     for _, _, err in (pristine, apply):  # each names the environment it looked in
         assert f"not installed in the environment of {demo.venv.python}" in err, err

@@ -1,6 +1,6 @@
 """Progress bars on long work (issue 36, item 6): on a terminal's stderr only.
 
-A real ``python -m compatkit verify --pristine --all`` runs on a pseudo-terminal (os.openpty:
+A real ``python -m compatkit pristine --all`` runs on a pseudo-terminal (os.openpty:
 its stdout and stderr are the terminal, as in a shell) and in a pipe, on a real venv: the bar
 is drawn on the terminal, and a pipe, ``--json``, ``CI`` and ``TERM=dumb`` get exactly the
 bytes they got before bars existed. The operations' side is checked with a reporter that
@@ -32,7 +32,7 @@ from compatkit.env.target import Environment
 from compatkit.load.registry import Registry
 from compatkit.model.progress import Reporter, Task
 from compatkit.ops.matrix import run_cell
-from compatkit.ops.pristine import check_all
+from compatkit.ops.pristine import check
 from compatkit.ops.upstream import throwaway_env
 from conftest import Demo, Venv, install_demo
 from wheelkit import build_wheel, local_index
@@ -81,7 +81,7 @@ def _in_pipe(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
 
 def _hashed(venv: Venv) -> tuple[int, int]:
     """The files every RECORD of ``venv`` lists with a hash, and their bytes: what
-    ``verify --pristine --all`` hashes (each path once)."""
+    ``pristine --all`` hashes (each path once)."""
     paths = set()
     for record in venv.site.glob("*.dist-info/RECORD"):
         for line in record.read_text().splitlines():
@@ -93,7 +93,7 @@ def _hashed(venv: Venv) -> tuple[int, int]:
 
 def _verify_all(demo: Demo, *first: str) -> list[str]:
     base = [sys.executable, "-m", "compatkit", *first, "--python", demo.venv.python]
-    return [*base, "verify", "--pristine", "--all"]
+    return [*base, "pristine", "--all"]
 
 
 def test_verify_pristine_all_draws_a_bar_on_a_terminal(demo: Demo) -> None:
@@ -117,7 +117,7 @@ def test_verify_pristine_all_in_a_pipe_prints_what_it_printed_before(demo: Demo)
 
 
 def test_stderr_alone_on_a_terminal_leaves_the_piped_stdout_alone(demo: Demo) -> None:
-    """``compatkit verify --pristine --all > log``: the bar on the terminal, stdout's line in
+    """``compatkit pristine --all > log``: the bar on the terminal, stdout's line in
     the log, not pulled onto the terminal by the bar."""
     master, slave = os.openpty()
     try:
@@ -146,7 +146,7 @@ def test_json_on_a_terminal_shows_no_bar(demo: Demo) -> None:
     assert code == 0, seen
     assert b"\x1b" not in seen and b"hashing" not in seen
     doc = json.loads(seen.replace(b"\r\n", b"\n"))
-    assert doc == {"ok": True, "command": "verify", "checked": 1, "distributions": []}
+    assert doc == {"ok": True, "command": "pristine", "checked": 1, "distributions": []}
 
 
 @pytest.mark.parametrize("switch", [{"CI": "true"}, {"TERM": "dumb"}])
@@ -210,8 +210,8 @@ def test_hashing_reports_every_file_and_byte_of_the_total(
     venv, _, _ = install_demo(tmp_path, make_venv, {"demo/__init__.py": b"", **big})
     files, nbytes = _hashed(venv)
     counted = Counted()
-    checked, reports = check_all(Environment.for_python(venv.python), counted)
-    assert (checked, reports) == (1, [])
+    result = check(Environment.for_python(venv.python), None, counted)
+    assert (len(result.checked), result.reports) == (1, [])
     [task] = counted.tasks
     assert (task.what, task.total, task.nbytes) == (["hashing"], files, nbytes)
     assert (task.steps, task.read, task.closed) == (files, nbytes, True)

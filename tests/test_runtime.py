@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Demo, build_wheel, read_only, write_patchset
+from reliability import run_inprocess
 
 SCRIPT = """\
 import inspect, linecache, traceback
@@ -201,9 +202,9 @@ def test_install_refuses_an_interpreter_the_hook_does_not_know(demo: Demo, tmp_p
 def test_a_changed_file_is_refused_loudly(demo: Demo, tmp_path: Path) -> None:
     root = tmp_path / "rt"
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
-    code, out, _ = demo.run("verify", "--runtime", str(root))
+    code, out, _ = demo.run("runtime", "verify", "--dir", str(root))
     assert code == 0 and "verified: demo-fix applied at import time" in out
-    code, out, _ = demo.run("status", "--runtime", str(root), "--json")
+    code, out, _ = demo.run("runtime", "status", "--dir", str(root), "--json")
     (doc,) = json.loads(out)["patchsets"]
     assert [(p["id"], p["status"]) for p in doc["patches"]] == [
         ("patch-1", "applied (runtime)"),
@@ -220,9 +221,9 @@ def test_a_changed_file_is_refused_loudly(demo: Demo, tmp_path: Path) -> None:
     assert proc.stdout.strip() == "RuntimeRefusal"
     assert "compatkit runtime: refusing to import demo.greet" in proc.stderr  # even when caught
     assert "changed since demo-fix:patch-1 was prepared" in proc.stderr
-    code, out, err = demo.run("verify", "--runtime", str(root))
+    code, out, err = demo.run("runtime", "verify", "--dir", str(root))
     assert code == 1 and "demo-fix patch-1" in err and "the hook refuses to import it" in err
-    code, out, _ = demo.run("status", "--runtime", str(root))
+    code, out, _ = demo.run("runtime", "status", "--dir", str(root))
     assert code == 0 and "drifted" in out and "applied (runtime)" not in out.split("\n", 1)[1]
     # a file edited after install: refused as apply refuses it; --force patches it as it is
     greet.write_text("def hello(name):\n    return 'hey ' + name\n")
@@ -326,7 +327,7 @@ def test_sitecustomize_chains_and_pth_form(demo: Demo, tmp_path: Path) -> None:
     assert run(plain, _env(tmp_path)).stdout.strip() == "hi x"
     isolated = [plain[0], "-I", *plain[1:]]  # -I ignores PYTHONPATH, not site-packages' .pth
     assert run(isolated, _env(tmp_path)).stdout.strip() == "hi x"
-    assert demo.run("verify", "--runtime", str(root))[0] == 0
+    assert demo.run("runtime", "verify", "--dir", str(root))[0] == 0
     code, out, _ = demo.run("runtime", "uninstall", "--dir", str(root))
     assert code == 0 and not list(demo.venv.site.glob("00-compatkit-runtime.*"))
     assert run(plain, _env(tmp_path)).stdout.strip() == "hello x"
@@ -341,13 +342,70 @@ def test_bad_input_is_one_line_with_a_documented_exit_code(demo: Demo, tmp_path:
         (["exec", "demo-fix", "demo-fix", "--", "true"], 2, "a patchset is named twice"),
         (["runtime", "uninstall", "--dir", str(tmp_path)], 2, "holds no compatkit runtime"),
         (["runtime", "install", "--dir", str(tmp_path / "x")], 2, "needs at least one patchset"),
-        (["verify", "--runtime", str(tmp_path), "demo-fix"], 2, "name none"),
+        (["runtime", "verify", "demo-fix", "--dir", str(tmp_path)], 2, "name none"),
+        (["runtime", "status", "demo-fix", "--dir", str(tmp_path)], 2, "name none"),
+        (["runtime", "status", "--pth", "--dir", str(tmp_path)], 2, "name none"),
+        (["runtime", "verify", "--dir", str(tmp_path)], 2, "holds no compatkit runtime"),
     ]
     for args, expected, text in cases:
         code, _, err = demo.run(*args)
         assert (code, len(err.strip().splitlines())) == (expected, 1), (args, err)
         assert text in err, (args, err)
     assert demo.run("exec", "demo-fix", "--", sys.executable, "-c", "raise SystemExit(7)")[0] == 7
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "--runtime", "DIR"],
+        ["status", "--runtime", "DIR"],
+        ["--json", "status", "--runtime=DIR"],
+        ["runtime", "verify"],  # --dir is required
+    ],
+)
+def test_the_old_runtime_flags_are_usage_errors(
+    demo: Demo, tmp_path: Path, args: list[str]
+) -> None:
+    """``status``/``verify --runtime DIR`` became ``runtime status|verify --dir DIR`` (issue 35,
+    item 6: a flag never turns a command into another); the old forms are gone, no alias."""
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    args = [a.replace("DIR", str(root)) for a in args]
+    ran = run_inprocess("--python", demo.venv.python, "--patchset-dir", str(demo.patchsets), *args)
+    assert ran.code == 2 and len(ran.err.splitlines()) == 1, ran
+    assert ran.err.startswith("compatkit: error: "), ran
+    assert "--json" in args or ran.out == ""
+
+
+def test_runtime_status_and_verify_on_a_real_folder(demo: Demo, tmp_path: Path) -> None:
+    """The subcommands check the folder ``runtime install`` wrote, and say when it drifts."""
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    code, out, err = demo.run("runtime", "status", "--dir", str(root))
+    assert (code, err) == (0, ""), err
+    title = f"demo-fix 1.0.0 (runtime {root}): applied (runtime)"
+    assert " ".join(out.split()).startswith(title), out  # wrapped at spaces in a pipe
+    code, out, err = demo.run("runtime", "verify", "--dir", str(root))
+    assert (code, err) == (0, "") and out.startswith("verified: demo-fix applied at import time")
+    assert "(2 patches)" in out, out
+    code, out, _ = demo.run("--json", "runtime", "verify", "--dir", str(root))
+    doc = json.loads(out)
+    assert doc["dir"] == str(root) and doc["problems"] == []
+    assert doc["patchsets"] == [
+        {"name": "demo-fix", "version": "1.0.0", "ok": True, "problems": []}
+    ]
+    util = demo.venv.site / "demo/util.py"
+    tmp = util.with_name("util.py.new")  # a new inode: never through uv's hardlink
+    tmp.write_bytes(util.read_bytes() + b"# edited\n")
+    tmp.replace(util)
+    code, out, err = demo.run("--json", "runtime", "verify", "--dir", str(root))
+    (entry,) = json.loads(out)["patchsets"]
+    assert code == 1 and entry["ok"] is False, out
+    assert any("demo-fix patch-2" in p for p in entry["problems"]), entry
+    code, out, _ = demo.run("--json", "runtime", "status", "--dir", str(root))
+    (entry,) = json.loads(out)["patchsets"]
+    assert code == 0 and entry["state"] == "drifted: the hook refuses it"
+    assert [p["status"] for p in entry["patches"]] == ["drifted", "drifted"]
 
 
 def test_a_patchset_applied_on_disk_or_touching_data_is_refused(demo: Demo, tmp_path: Path) -> None:

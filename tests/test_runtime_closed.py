@@ -48,7 +48,7 @@ def _refused_start(demo: Demo, env: dict[str, str], *words: str) -> None:
 
 
 def _verify_fails(demo: Demo, root: Path, *words: str) -> None:
-    code, _, err = demo.run("verify", "--runtime", str(root))
+    code, _, err = demo.run("runtime", "verify", "--dir", str(root))
     assert code == 1, err
     for word in words:
         assert word in err, (word, err)

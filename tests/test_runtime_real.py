@@ -60,6 +60,9 @@ def test_smoke_tests_pass_through_exec_and_fail_without_it(tmp_path: Path) -> No
     (root,) = (tmp_path / "cache" / "runtime").iterdir()
     assert list((root / "_compatkit_runtime" / "pycache").rglob("*-ck*.pyc"))
     verify = subprocess.run(
-        [*compatkit, "verify", "--runtime", str(root)], capture_output=True, text=True, env=env
+        [*compatkit, "runtime", "verify", "--dir", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert verify.returncode == 0 and "speculators-vllm016 applied at import time" in verify.stdout

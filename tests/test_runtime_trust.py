@@ -79,7 +79,7 @@ def test_a_link_inside_the_folder_is_never_followed(demo: Demo, tmp_path: Path) 
         assert code == 1 and f"{src} is a symbolic link" in err, err
         assert len(err.strip().splitlines()) == 1
     assert (victim / "keep" / "data.txt").read_text() == "precious\n"
-    code, _, err = demo.run("verify", "--runtime", str(root))
+    code, _, err = demo.run("runtime", "verify", "--dir", str(root))
     assert code == 1 and f"{src} is a symbolic link" in err
 
 
@@ -191,7 +191,7 @@ def test_sitecustomize_keeps_the_users_lines(demo: Demo, tmp_path: Path) -> None
         assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
         assert site.read_text().endswith(USER_LINES)
         assert run([demo.venv.python, "-c", MINE], env).stdout.strip() == "mine hi x"
-    assert demo.run("verify", "--runtime", str(root))[0] == 0
+    assert demo.run("runtime", "verify", "--dir", str(root))[0] == 0
     code, out, _ = demo.run("runtime", "uninstall", "--dir", str(root))
     assert code == 0 and "removed" in out
     assert site.read_text() == USER_LINES  # exactly what the user had

@@ -176,7 +176,7 @@ def test_an_edit_through_a_shared_writable_mapping_is_caught_at_start(
         assert proc.returncode == 1 and "hi x" not in proc.stdout, proc.stdout
         assert "refusing to import demo.greet" in proc.stderr
         assert "changed since demo-fix:patch-1 was prepared" in proc.stderr
-        code, _, err = demo.run("verify", "--runtime", str(root))
+        code, _, err = demo.run("runtime", "verify", "--dir", str(root))
         assert code == 1 and "changed since prepare" in err, err
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
 # the commands that write nothing: packaging's answers may come from the cache for them
-READ_ONLY = ("status", "verify", "explain", "list")
+READ_ONLY = ("status", "verify", "explain", "list", "pristine")
 
 
 def _run(args: Namespace, out: Output) -> int:

@@ -93,13 +93,6 @@ GLOBALS: tuple[Option, ...] = (
 # before the command name only
 TOP: tuple[Option, ...] = ({"flags": ("--version",), "kind": "version"},)
 _PATCHSET: Option = {"flags": ("patchset",), "kind": "positional"}
-_RUNTIME: Option = {
-    "flags": ("--runtime",),
-    "kind": "value",
-    "type": "path",
-    "metavar": "DIR",
-    "help": "check the runtime-mode hook in DIR (compatkit runtime install) instead",
-}
 _WHEEL_DIR: Option = {
     "flags": ("--wheel-dir",),
     "kind": "repeat",
@@ -147,28 +140,30 @@ COMMANDS: dict[str, Command] = {
         "options": (
             {"flags": ("patchset",), "kind": "positional", "nargs": "*", "help": _DEFAULT_SET},
             {
-                "flags": ("--pristine",),
-                "kind": "value",
-                "nargs": "?",
-                "const": "",
-                "metavar": "DIST",
-                "help": (
-                    "check a whole distribution against RECORD (with --all: every distribution)"
-                ),
-            },
-            {"flags": ("--all",), "kind": "flag", "help": "with --pristine: every distribution"},
-            {
-                "flags": ("-v", "--verbose"),
-                "kind": "flag",
-                "help": "with --pristine --all: name every file that is off (default: ten each)",
-            },
-            {
                 "flags": ("--allow-empty",),
                 "kind": "flag",
                 "help": "exit 0 when there is nothing to verify (default: that is a failure)",
             },
-            _RUNTIME,
         ),
+    },
+    "pristine": {
+        "help": "check installed distributions against their RECORD, file by file",
+        "options": (
+            {
+                "flags": ("distribution",),
+                "kind": "positional",
+                "nargs": "*",
+                "metavar": "DIST",
+                "help": "the distributions to check (or --all)",
+            },
+            {"flags": ("--all",), "kind": "flag", "help": "every distribution of the environment"},
+            {
+                "flags": ("-v", "--verbose"),
+                "kind": "flag",
+                "help": "name every file that is off (default: the first ten of each kind)",
+            },
+        ),
+        "usage": "%(prog)s [-h] [options] (DIST [DIST ...] | --all) [-v]",
     },
     "recover": {
         "help": "roll back (or --discard) what an interrupted compatkit run left",
@@ -200,7 +195,6 @@ COMMANDS: dict[str, Command] = {
                 "kind": "flag",
                 "help": "with no name, a table for every patchset, also those that do not apply",
             },
-            _RUNTIME,
         ),
     },
     "list": {
@@ -449,9 +443,13 @@ COMMANDS: dict[str, Command] = {
         "usage": "%(prog)s [-h] [options] PATCHSET [PATCHSET ...] -- COMMAND [ARG ...]",
     },
     "runtime": {
-        "help": "install or remove a runtime-mode hook (sitecustomize.py, or --pth)",
+        "help": "install, check (status, verify) or remove a runtime-mode hook (sitecustomize.py)",
         "options": (
-            {"flags": ("action",), "kind": "positional", "choices": ("install", "uninstall")},
+            {
+                "flags": ("action",),
+                "kind": "positional",
+                "choices": ("install", "uninstall", "status", "verify"),
+            },
             {
                 "flags": ("patchset",),
                 "kind": "positional",
@@ -463,7 +461,10 @@ COMMANDS: dict[str, Command] = {
                 "kind": "value",
                 "required": True,
                 "type": "path",
-                "help": "the runtime directory",
+                "help": (
+                    "the runtime directory (status: each patch's state in it; verify: exit 1 "
+                    "unless the hook serves every patch)"
+                ),
             },
             {
                 "flags": ("--pth",),

@@ -1,6 +1,6 @@
 """How an operation tells of long work while it runs: a :class:`Reporter` of :class:`Task`\\ s.
 
-An operation that can take more than a second or two (``verify --pristine --all``'s hashing,
+An operation that can take more than a second or two (``pristine --all``'s hashing,
 a throw-away environment's build, a wheel's download, a matrix cell) takes a ``reporter`` and
 opens one task per piece of work, with its total when known (steps: files, patchsets; and
 bytes). This base class shows nothing: it is what every caller gets unless it asks for more

@@ -81,7 +81,7 @@ class ApplyResult(Value):
 
     def to_json(self) -> dict[str, Any]:
         ps, state, dry_run = self.patchset, self.state, self.action is Action.DRY_RUN
-        doc: dict[str, Any] = {
+        return {
             "ok": True,
             "patchset": ps.name,
             "version": ps.version,
@@ -93,11 +93,10 @@ class ApplyResult(Value):
                 {"patchset": ps.name, "patch": i, "path": p, "change": k}
                 for i, p, k in self.startup_code
             ],
+            "files": self.files,  # empty when it was applied already (action none)
+            "excluded": state.excluded,
+            "replaced_version": self.replaced.version if self.replaced else None,
         }
-        if self.action is not Action.NONE:
-            replaced = self.replaced.version if self.replaced else None
-            doc.update(files=self.files, excluded=state.excluded, replaced_version=replaced)
-        return doc
 
 
 class ProjectApplyResult(Value):

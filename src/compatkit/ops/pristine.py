@@ -1,17 +1,19 @@
-"""``verify --pristine --all``: every distribution of an environment against its RECORD.
+"""``pristine``: installed distributions (named, or ``--all``) against their RECORD.
 
 Each file a RECORD lists is hashed once, however many RECORDs list it, streamed
 (:func:`compatkit.bounded.sha256`: memory does not grow with a file's size) by as many worker
-processes as this process may run on CPUs (:func:`hash_files`, shared with ``verify --pristine
-DIST``), largest files first. A file whose bytes differ from its RECORD row is
+processes as this process may run on CPUs (:func:`hash_files`), largest files first. A file
+whose bytes differ from its RECORD row is
 attributed: when another installed distribution's RECORD lists the same path and the bytes on
 disk are that one's, the file was **overwritten** by it (two wheels shipping one path: the
 installer that ran last won, and ``pip check`` sees nothing). Otherwise it is missing or
 matches no RECORD at all. Files a compatkit patchset changed (its state lists them; apply
-rewrites their RECORD rows) are counted as patched by it, as ``verify --pristine DIST`` does.
+rewrites their RECORD rows) are counted as patched by it.
 A RECORD row pointing outside the environment is counted and never read; a listed file that
 is not a regular file (a FIFO, a device) is counted as not read (:mod:`compatkit.bounded`).
-Each report names its files (:meth:`DistReport.text`: the first :data:`SHOWN`, and a count).
+Named distributions are checked alone: the other RECORDs are read only when a file differs,
+to say who overwrote it. Each report names its files (:meth:`DistReport.text`: the first
+:data:`SHOWN` of each kind, and a count).
 
 >>> r = DistReport("cuda-bindings", "13.5.0")
 >>> r.overwritten["cuda-python 12.6.2.post1"] = ["cuda/a.py", "cuda/b.py"]
@@ -114,13 +116,14 @@ class DistReport(Value):
         return f"{self.name} {self.version}: {'; '.join(self.parts())}"
 
     def text(self, verbose: bool = False) -> str:
-        """:meth:`line`, then one line per file that is off: the first :data:`SHOWN` and how
-        many more (``verbose``: every one)."""
-        named = [f"{label}: {path}" for _, label, paths in self._groups() for path in paths]
-        shown = named if verbose else named[:SHOWN]
-        lines = [self.line()] + [f"    {n}" for n in shown]
-        if len(named) > len(shown):
-            lines.append(f"    and {len(named) - len(shown)} more (--verbose: all)")
+        """:meth:`line`, then one line per file that is off: of each kind the first
+        :data:`SHOWN` and how many more (``verbose``: every one)."""
+        lines = [self.line()]
+        for _, label, paths in self._groups():
+            shown = paths if verbose else paths[:SHOWN]
+            lines += [f"    {label}: {path}" for path in shown]
+            if len(paths) > len(shown):
+                lines.append(f"    and {len(paths) - len(shown)} more (--verbose: all)")
         return "\n".join(lines)
 
     def doc(self) -> dict[str, object]:
@@ -257,38 +260,132 @@ def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[
 
 
 def _on_disk(
-    keys: list[_Key], by_root: dict[Path, Dist], reporter: Reporter
+    keys: list[_Key], by_root: dict[Path, Dist], reporter: Reporter = NONE
 ) -> dict[_Key, str | None]:
     """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`."""
     found = hash_files([(by_root[root].files, path) for root, path in keys], reporter)
     return dict(zip(keys, found, strict=True))
 
 
-def check_all(env: Environment, reporter: Reporter = NONE) -> tuple[int, list[DistReport]]:
-    """How many distributions were checked, and a report for each one that is not pristine
-    (in name order), under a shared lock on every site-packages root. ``reporter``: the
-    files and bytes hashed of the total (:func:`hash_files`)."""
-    dists = installed(env)
+class PristineResult(Value):
+    """What ``pristine`` found: the distributions checked (name, version), a report for each
+    one that is off (in name order); ``every``: the whole environment was checked (--all)."""
+
+    __slots__ = ("checked", "reports", "every")
+
+    def __init__(self, checked: list[tuple[str, str]], reports: list[DistReport], every: bool):
+        self.checked, self.reports, self.every = checked, reports, every
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": not self.reports,
+            "checked": len(self.checked),
+            "distributions": [r.doc() for r in self.reports],
+        }
+
+    def failure(self) -> str:
+        """The error line when something is off."""
+        if not self.every and len(self.checked) == 1:
+            return f"{self.reports[0].name} {self.reports[0].version} is not pristine"
+        verb = "is" if len(self.reports) == 1 else "are"
+        return f"{len(self.reports)} of {len(self.checked)} distributions {verb} not pristine"
+
+    def problems(self, verbose: bool = False, one_line: bool = False) -> list[str]:
+        """Each report: its files named below it (``one_line``: its summary line only)."""
+        return [r.line() if one_line else r.text(verbose) for r in self.reports]
+
+    def passed(self) -> list[str]:
+        """The lines that say every file matched."""
+        if self.every:
+            return [f"all {len(self.checked)} distributions: every file matches its RECORD"]
+        return [
+            f"{name} {version}: every file matches its RECORD" for name, version in self.checked
+        ]
+
+
+def check(
+    env: Environment, names: list[str] | None = None, reporter: Reporter = NONE
+) -> PristineResult:
+    """The distributions ``names`` (None: every one) against their RECORDs, under a shared
+    lock on each of their site-packages roots. A name not installed is an error (exit 1).
+    ``reporter``: the files and bytes hashed of the total (:func:`hash_files`)."""
+    every = names is None
+    dists = installed(env) if names is None else _named(env, names)
+    with ExitStack() as stack:
+        for dist in {d.root: d for d in dists}.values():  # one lock per site-packages
+            stack.enter_context(Session.open(dist, exclusive=False))
+        reports = _reports(env, dists, not every, reporter)  # --all: every RECORD is read
+    return PristineResult([(d.name, d.version) for d in dists], reports, every)
+
+
+def is_pristine(env: Environment, dist: Dist) -> bool:
+    """Whether every file of ``dist`` matches its RECORD (the caller holds its lock)."""
+    return not _reports(env, [dist], attribute=False)
+
+
+def _named(env: Environment, names: list[str]) -> list[Dist]:
+    """Each named distribution once, in the order named."""
+    found: list[Dist] = []
+    for name in names:
+        dist = env.require(name)
+        if dist not in found:
+            found.append(dist)
+    return found
+
+
+def _reports(
+    env: Environment, dists: list[Dist], attribute: bool, reporter: Reporter = NONE
+) -> list[DistReport]:
+    """A report for each of ``dists`` that is off, in name order. ``attribute``: read the
+    other installed distributions' RECORDs, when a file differs, to name who overwrote it."""
     by_root = {d.root: d for d in dists}
     reports = {id(d): DistReport(d.name, d.version) for d in dists}
-    with ExitStack() as stack:
-        for dist in by_root.values():
-            stack.enter_context(Session.open(dist, exclusive=False))
-        listed = _rows(dists, reports)
-        disk = _on_disk(sorted(listed), by_root, reporter)
-        patched = {
-            (d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files
-        }
+    listed = _rows(dists, reports)
+    disk = _on_disk(sorted(listed), by_root, reporter)
+    patched = {(d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files}
     for d in dists:  # compatkit rewrites RECORD for what it patched: count those as patched
         for state in states_of(d):
             reports[id(d)].patched.setdefault(state.patchset, []).extend(
                 f.path for f in state.files
             )
+    differ = {  # files on disk that some owner's row does not match: who wrote them?
+        key
+        for key, owners in listed.items()
+        if (got := disk[key]) is not None
+        and not got.startswith(NOT_READ)
+        and key not in patched
+        and any(want != got for _, want in owners)
+    }
+    others = _other_owners(env, dists, differ) if attribute and differ else {}
     for key, owners in listed.items():
         for dist, want in owners:
-            _attribute(reports[id(dist)], key, want, disk[key], owners, patched)
+            everyone = owners + others.get(key, [])
+            _attribute(reports[id(dist)], key, want, disk[key], everyone, patched)
     found = [r for r in reports.values() if r]
-    return len(dists), sorted(found, key=lambda r: r.name.lower())
+    return sorted(found, key=lambda r: r.name.lower())
+
+
+def _other_owners(
+    env: Environment, dists: list[Dist], keys: set[_Key]
+) -> dict[_Key, list[tuple[Dist, str]]]:
+    """Who else lists each of ``keys`` in their RECORD, with what hash. A distribution whose
+    metadata cannot be read is left out: it could only name an overwriter, never hide a file."""
+    try:
+        everyone = installed(env)
+    except CompatkitError:
+        return {}
+    owners: dict[_Key, list[tuple[Dist, str]]] = {}
+    for other in everyone:
+        if other in dists:
+            continue
+        try:
+            rows = other.read_record().rows
+        except CompatkitError:
+            continue
+        for row in rows:
+            if row.hash and (other.root, row.path) in keys:
+                owners.setdefault((other.root, row.path), []).append((other, row.hash))
+    return owners
 
 
 def _attribute(

@@ -3,7 +3,7 @@
 Every command already rolls back an interrupted run's journal before it reads. This command
 does it on its own, for every distribution in the environment (or the ones named), and with
 ``--discard`` deletes a journal that was refused (see :mod:`compatkit.model.journal`) without
-restoring anything: the files stay as they are, and ``verify --pristine`` shows which differ
+restoring anything: the files stay as they are, and ``pristine DIST`` shows which differ
 from RECORD.
 """
 

@@ -29,7 +29,7 @@ class RevertResult(Value):
 
     def to_json(self, name: str) -> dict[str, object]:
         if self.dist is None or self.state is None:
-            return {"ok": True, "patchset": name, "action": Action.NONE}
+            return {"ok": True, "patchset": name, "action": Action.NONE, "files": []}
         files = [f.path for f in self.state.files]
         return {"ok": True, "patchset": name, "action": Action.REVERTED, "files": files}
 

@@ -3,8 +3,8 @@
 ``exec`` prepares a runtime directory in the cache (``$COMPATKIT_CACHE_DIR/runtime/<key>/``,
 keyed by everything it holds, so a re-run with nothing changed writes nothing) and runs a
 command with it first on ``PYTHONPATH``; ``runtime install`` writes one where the user says.
-``check`` is what ``status --runtime`` and ``verify --runtime`` report: would the hook serve
-each patch, or refuse it.
+``check`` is what ``runtime status`` and ``runtime verify`` report: would the hook serve each
+patch, or refuse it.
 """
 
 from __future__ import annotations
@@ -77,6 +77,22 @@ class Installed(Value):
 
     def __init__(self, root: Path, patchsets: list[str], pth: Path | None) -> None:
         self.root, self.patchsets, self.pth = root, patchsets, pth
+
+    def to_json(self) -> dict[str, object]:
+        pth = None if self.pth is None else str(self.pth)
+        return {"ok": True, "dir": str(self.root), "patchsets": self.patchsets, "pth": pth}
+
+
+class Uninstalled(Value):
+    """What ``runtime uninstall`` removed from ``root``: files and folders, by path."""
+
+    __slots__ = ("root", "removed")
+
+    def __init__(self, root: Path, removed: list[str]) -> None:
+        self.root, self.removed = root, removed
+
+    def to_json(self) -> dict[str, object]:
+        return {"ok": True, "dir": str(self.root), "removed": self.removed}
 
 
 def _refuse_site_packages(root: Path, env: Environment) -> None:
@@ -165,12 +181,12 @@ def install(
     return Installed(root, [ps.name for ps in prep.patchsets], written)
 
 
-def uninstall(root: Path, env: Environment | None = None) -> list[str]:
+def uninstall(root: Path, env: Environment | None = None) -> Uninstalled:
     """Remove the runtime folder's files, and its ``.pth`` (the manifest's, or ``env``'s that
     names the folder: a folder that lost its manifest still has one)."""
     site = None if env is None else Path(env.paths[0])
     try:
-        return disk.remove(trust.resolve(root), site)
+        return Uninstalled(root, disk.remove(trust.resolve(root), site))
     except OSError as exc:
         raise CompatkitError(f"cannot remove the runtime in {root} ({exc.strerror})") from None
 
@@ -203,6 +219,55 @@ class RuntimeCheck(Value):
         self, name: str, version: str, statuses: list[PatchStatus], problems: list[str]
     ) -> None:
         self.name, self.version, self.statuses, self.problems = name, version, statuses, problems
+
+    @property
+    def summary(self) -> str:
+        return "applied (runtime)" if not self.problems else "drifted: the hook refuses it"
+
+
+class RuntimeReport(Value):
+    """``runtime status`` and ``runtime verify``: each patchset the folder ``root`` holds."""
+
+    __slots__ = ("root", "checks")
+
+    def __init__(self, root: Path, checks: list[RuntimeCheck]) -> None:
+        self.root, self.checks = root, checks
+
+    @property
+    def problems(self) -> list[str]:
+        return [p for c in self.checks for p in c.problems]
+
+    @property
+    def served(self) -> int:
+        """How many patches the hook serves."""
+        return sum(s.status is PatchState.RUNTIME for c in self.checks for s in c.statuses)
+
+    def status_json(self) -> dict[str, object]:
+        patchsets = [
+            {
+                "name": c.name,
+                "version": c.version,
+                "state": c.summary,
+                "patches": [
+                    {"id": s.id, "status": s.status, "detail": s.detail} for s in c.statuses
+                ],
+            }
+            for c in self.checks
+        ]
+        return {"dir": str(self.root), "patchsets": patchsets}
+
+    def verify_json(self) -> dict[str, object]:
+        patchsets = [
+            {"name": c.name, "version": c.version, "ok": not c.problems, "problems": c.problems}
+            for c in self.checks
+        ]
+        problems = self.problems
+        return {
+            "ok": not problems,
+            "dir": str(self.root),
+            "patchsets": patchsets,
+            "problems": problems,
+        }
 
 
 def _set_problems(registry: Registry, ps: dict[str, Any]) -> list[str]:
@@ -241,7 +306,7 @@ def _check_set(
     return RuntimeCheck(name, str(ps["version"]), statuses, unique)
 
 
-def check(registry: Registry, root: Path) -> list[RuntimeCheck]:
+def check(registry: Registry, root: Path) -> RuntimeReport:
     """What the hook in ``root`` would do with each patch: serve it, or refuse it (and why).
     The folder is compared with its manifest, and a fresh interpreter asked (integrity)."""
     root = trust.resolve(root)
@@ -262,9 +327,13 @@ def check(registry: Registry, root: Path) -> list[RuntimeCheck]:
             damaged = damage(folder, manifest)
             live = [] if damaged else served(root, manifest, dict(os.environ))
             found = damaged + [f"a fresh interpreter: {p}" for p in live]
-            return [
-                _check_set(registry, root, ps, files, broken, found) for ps in manifest["patchsets"]
-            ]
+            return RuntimeReport(
+                root,
+                [
+                    _check_set(registry, root, ps, files, broken, found)
+                    for ps in manifest["patchsets"]
+                ],
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             where = root / disk.DATA / "manifest.json"
             raise CompatkitError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from compatkit.env.checks import (
     PatchStatus,
     constraint_problems,
@@ -14,6 +16,11 @@ from compatkit.env.target import Dist, Environment
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import DiffState, PatchsetState, PatchState
 from compatkit.value import Value
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from compatkit.load.registry import Registry
 
 
 class Inspection(Value):
@@ -92,3 +99,122 @@ def unmet_constraints(ps: Patchset, env: Environment) -> list[str]:
 def fits(ps: Patchset, env: Environment, dist: Dist) -> bool:
     """Whether ``ps``'s target and requirements are met by ``dist`` in ``env``."""
     return not requirement_problems(ps, env, dist)
+
+
+class PatchsetStatus(Value):
+    """One patchset in ``status``: where its patches stand (``found``), the constraints the
+    environment does not meet, why it does not apply here when that is all there is to show
+    (``reason``: one line instead of a table), and the next step for a stale patched wheel."""
+
+    __slots__ = ("found", "unmet", "reason", "next_step")
+
+    def __init__(
+        self, found: Inspection, unmet: list[str], reason: str | None, next_step: str | None
+    ) -> None:
+        self.found, self.unmet, self.reason, self.next_step = found, unmet, reason, next_step
+
+    def to_json(self) -> dict[str, object]:
+        ps, dist, state = self.found.patchset, self.found.dist, self.found.state
+        return {
+            "name": ps.name,
+            "version": ps.version,
+            "target": ps.target,
+            "installed": dist.version if dist else None,
+            "state": self.found.summary,
+            "applied_version": state.version if state else None,
+            "unmet_constraints": self.unmet,
+            "next_step": self.next_step,
+            "patches": [
+                {"id": s.id, "status": s.status, "detail": s.detail, "startup_code": s.startup}
+                for s in self.found.statuses
+            ],
+        }
+
+
+class StatusResult(Value):
+    """``status``: each patchset's :class:`PatchsetStatus`, and the installed patched wheels
+    the project's dependencies no longer accept (one line each, with the next step)."""
+
+    __slots__ = ("patchsets", "project_mismatches")
+
+    def __init__(self, patchsets: list[PatchsetStatus], project_mismatches: list[str]) -> None:
+        self.patchsets, self.project_mismatches = patchsets, project_mismatches
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "patchsets": [p.to_json() for p in self.patchsets],
+            "project_mismatches": self.project_mismatches,
+        }
+
+
+def status(
+    registry: Registry,
+    env: Environment,
+    names: list[str],
+    pyproject: Path | None = None,
+    verbose: bool = False,
+) -> StatusResult:
+    """The patchsets ``names`` (none: every known one); with no name and not ``verbose``, a
+    patchset that does not apply here gets its reason instead of its patches' table.
+    ``pyproject``: the project whose dependencies an installed patched wheel must still meet."""
+    found: list[PatchsetStatus] = []
+    wheels: list[str] = []  # distributions installed as patched wheels
+    for name in names or registry.names():
+        ps = registry.get(name)
+        here = inspect_patchset(ps, env)
+        reason = None if names or verbose else not_applicable(here)
+        hint = None
+        if here.dist is not None and "ck." in here.dist.version:  # a patched wheel?
+            wheels.append(ps.distribution)
+            if here.state is None and here.summary is PatchsetState.NOT_APPLICABLE:
+                from compatkit.delivery.wheelpin import stale_wheel
+
+                hint = stale_wheel(here.dist, ps.target)
+        found.append(PatchsetStatus(here, unmet_constraints(ps, env), reason, hint))
+    moved: list[str] = []
+    if pyproject is not None and wheels:
+        from compatkit.delivery.wheelpin import project_mismatches
+
+        moved = project_mismatches(pyproject, env, wheels)
+    return StatusResult(found, moved)
+
+
+class Listed(Value):
+    """``list``: each known patchset with where it stands here and its source (the project,
+    a folder, an installed package), and the name clashes between patchset folders."""
+
+    __slots__ = ("patchsets", "conflicts")
+
+    def __init__(
+        self, patchsets: list[tuple[Patchset, PatchState, str]], conflicts: list[str]
+    ) -> None:
+        self.patchsets, self.conflicts = patchsets, conflicts
+
+    def to_json(self) -> dict[str, object]:
+        docs = [
+            {
+                "name": ps.name,
+                "version": ps.version,
+                "patches": len(ps.patches),
+                "target": ps.target,
+                "requires": [str(r) for r in ps.requires],
+                "state": here,
+                "path": str(ps.root),
+                "source": source,
+                "summary": ps.summary,
+            }
+            for ps, here, source in self.patchsets
+        ]
+        return {"patchsets": docs, "conflicts": self.conflicts}
+
+
+def listing(registry: Registry, env: Environment) -> Listed:
+    """Every patchset the registry knows, but those whose name two folders claim."""
+    clashes = [line for name in registry.names() if (line := registry.conflict(name))]
+    found: list[tuple[Patchset, PatchState, str]] = []
+    for name in registry.names():
+        if registry.conflict(name):
+            continue
+        ps = registry.get(name)
+        found.append((ps, where(ps, env)[1], registry.source(ps)))
+    return Listed(found, clashes)

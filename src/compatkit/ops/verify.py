@@ -1,4 +1,5 @@
-"""Verify: is a patchset fully applied and intact; is a distribution pristine?
+"""Verify: is a patchset fully applied and intact? (Is a distribution pristine:
+:mod:`compatkit.ops.pristine`.)
 
 A patchset's files are checked twice: against the hashes its state records (the cheap check,
 with the precise words: edited, reinstalled, missing), then, when those agree, against what its
@@ -16,21 +17,20 @@ from compatkit.env.state import states_of
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
-from compatkit.model.paths import outside_environment, quoted
 from compatkit.value import Value
 
 if TYPE_CHECKING:
     from compatkit.load.config import ProjectConfig
-    from compatkit.model.progress import Reporter
     from compatkit.ops.project import Selection
 
 
 class VerifyResult(Value):
     """Each patchset's problems (empty: verified), in the order named; ``hashes_only``: those
     checked only against the hashes recorded at apply time; ``skipped``: the project's
-    patchsets that do not fit here, and ``notes`` the lines that say so."""
+    patchsets that do not fit here, and ``notes`` the lines that say so; ``empty``: why
+    nothing was there to verify (for when nothing was)."""
 
-    __slots__ = ("found", "hashes_only", "skipped", "notes")
+    __slots__ = ("found", "hashes_only", "skipped", "notes", "empty")
 
     def __init__(
         self,
@@ -38,23 +38,26 @@ class VerifyResult(Value):
         hashes_only: list[str],
         skipped: list[dict[str, str]] | None = None,
         notes: list[tuple[str, str | None]] | None = None,
+        empty: str = "no patchset is applied in this environment",
     ) -> None:
         self.found, self.hashes_only = found, hashes_only
-        self.skipped, self.notes = skipped or [], notes or []
+        self.skipped, self.notes, self.empty = skipped or [], notes or [], empty
 
     @property
     def problems(self) -> list[str]:
         return [p for found in self.found.values() for p in found]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, allow_empty: bool = False) -> dict[str, object]:
+        """With nothing verified, ``ok`` only if ``allow_empty``; the reason is the problem."""
         patchsets = [
             {"name": n, "ok": not p, "problems": p, "hashes_only": n in self.hashes_only}
             for n, p in self.found.items()
         ]
+        problems = self.problems if self.found or allow_empty else [self.empty]
         return {
-            "ok": not self.problems,
+            "ok": not problems,
             "patchsets": patchsets,
-            "problems": self.problems,
+            "problems": problems,
             "skipped": self.skipped,
         }
 
@@ -74,13 +77,13 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
         if state is None and (moved := _moved_on(registry, name, dist)):
             return [moved]
         if state is None:
+            from compatkit.ops.pristine import is_pristine
+
             lost = (
-                ""
-                if pristine_problems(dist)
-                else (
-                    ": the files match their RECORD, so a reinstall removed the patches "
-                    "or they were never applied"
-                )
+                ": the files match their RECORD, so a reinstall removed the patches "
+                "or they were never applied"
+                if is_pristine(env, dist)
+                else ""
             )
             return [f"{name} is not applied to {dist.name} {dist.version}{lost}"]
         found = [f"{name}: {p}" for p in state_problems(dist, state)]
@@ -121,45 +124,6 @@ def unproven(registry: Registry, names: list[str]) -> list[str]:
     return [n for n in names if n not in known]
 
 
-def pristine_problems(dist: Dist, reporter: Reporter | None = None) -> list[str]:
-    """Every file that differs from RECORD, every RECORD row that points outside the
-    environment (never read), and every file a patchset patched. Rows an installer wrote for
-    the environment's other folders (``../../../bin/tool``) are not checked. ``reporter``:
-    the files and bytes hashed (:func:`compatkit.ops.pristine.hash_files`)."""
-    out, rows = [], []
-    for row in dist.read_record().rows:
-        place = outside_environment(str(dist.root), row.path)
-        if place is not None:
-            out.append(
-                f"RECORD row {quoted(row.path)} points outside the environment ({place}); not read"
-            )
-        elif row.hash and not row.path.startswith("/") and ".." not in row.path.split("/"):
-            rows.append(row)
-    from compatkit.model.progress import NONE
-    from compatkit.ops.pristine import NOT_READ, hash_files
-
-    found = hash_files([(dist.files, row.path) for row in rows], reporter or NONE)
-    for row, got in zip(rows, found, strict=True):
-        if got is None:
-            out.append(f"{row.path} is missing")
-        elif got.startswith(NOT_READ):  # a FIFO, a device (compatkit.bounded): not read
-            out.append(got[len(NOT_READ) :])
-        elif got != row.hash:
-            out.append(f"{row.path} does not match its RECORD hash")
-    for state in states_of(dist):
-        out += [f"{f.path} is patched by {state.patchset}" for f in state.files]
-    return out
-
-
-def pristine(
-    env: Environment, name: str, reporter: Reporter | None = None
-) -> tuple[Dist, list[str]]:
-    """``name``'s distribution and its :func:`pristine_problems`, under a shared lock."""
-    dist = env.require(name)
-    with Session.open(dist, exclusive=False):
-        return dist, pristine_problems(dist, reporter)
-
-
 def unnamed(
     config: ProjectConfig | None, registry: Registry, env: Environment
 ) -> tuple[list[str], Selection | None, str]:
@@ -175,6 +139,29 @@ def unnamed(
 
     selection = select(config, registry, env)
     return selection.chosen, selection, f"no patchset of {config.path} fits this environment"
+
+
+def verify_project(
+    config: ProjectConfig | None, registry: Registry, env: Environment
+) -> VerifyResult:
+    """``verify`` with no name: the project's ``[tool.compatkit]`` set that fits, or without
+    a project what is applied here (:func:`unnamed`). An installed patched wheel the project's
+    dependencies no longer accept fails it before anything is verified."""
+    names, selection, why = unnamed(config, registry, env)
+    skipped: list[dict[str, str]] = []
+    notes: list[tuple[str, str | None]] = []
+    if selection is not None and config is not None:
+        from compatkit.delivery.wheelpin import project_mismatches
+
+        targets = [registry.get(n).distribution for n in selection.chosen]
+        moved = project_mismatches(config.path, env, targets)
+        if moved:
+            raise CompatkitError(
+                "the installed patched wheel is not what the project asks for", moved
+            )
+        skipped, notes = selection.skipped_doc(), selection.notices()
+    found = {name: problems(registry, env, name) for name in names}
+    return VerifyResult(found, unproven(registry, names), skipped, notes, why)
 
 
 def nothing_verified(why: str, option: str = "--allow-empty") -> CompatkitError:

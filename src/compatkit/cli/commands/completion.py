@@ -59,7 +59,15 @@ def completion(parser: argparse.ArgumentParser, shell: str, out: Output | None =
         function = _KINDS.get(action.dest)
         if function:
             action.complete = {"bash": function, "zsh": function}  # type: ignore[attr-defined]
-        elif action.dest in ("patchset_dir", "results", "report", "matrix", "docs", "config"):
+        elif action.dest in (
+            "patchset_dir",
+            "results",
+            "report",
+            "matrix",
+            "docs",
+            "config",
+            "dir",
+        ):
             action.complete = shtab.DIRECTORY if action.dest != "matrix" else shtab.FILE  # type: ignore[attr-defined]
     script = shtab.complete(parser, shell=shell, preamble=PREAMBLE[shell])
     if out is not None and out.json_mode:

@@ -21,7 +21,7 @@ def run(args: Namespace, ctx: Context) -> int:
         if r.action == "discarded":
             out.line(
                 f"{r.distribution} {r.version}: deleted the journal, restored nothing; "
-                f"'compatkit verify --pristine {r.distribution}' shows which files differ "
+                f"'compatkit pristine {r.distribution}' shows which files differ "
                 "from RECORD"
             )
         elif r.action == "rolled back":

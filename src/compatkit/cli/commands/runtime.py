@@ -1,48 +1,70 @@
-"""``compatkit runtime install|uninstall`` (:mod:`compatkit.ops.runtime`)."""
+"""``compatkit runtime install|uninstall|status|verify --dir DIR`` (:mod:`compatkit.ops.runtime`).
+
+``status`` shows each patch the runtime folder holds: served by its hook, or refused (and why);
+``verify`` exits 1 unless the hook serves every one.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compatkit.cli.output import Output
-from compatkit.errors import UsageError
-from compatkit.ops import runtime as ops
+from compatkit.errors import CompatkitError, UsageError
 
 if TYPE_CHECKING:
     from argparse import Namespace
 
     from compatkit.cli.context import Context
-    from compatkit.env.target import Environment
-    from compatkit.load.registry import Registry
-
-
-def install(
-    registry: Registry, env: Environment, names: list[str], root: Path, pth: bool, out: Output
-) -> int:
-    if not names:
-        raise UsageError("runtime install needs at least one patchset name")
-    done = ops.install(registry, env, names, root, pth)
-    out.doc.update(ok=True, dir=str(done.root), patchsets=done.patchsets, pth=done.pth)
-    what = ", ".join(done.patchsets)
-    if done.pth is not None:
-        out.line(f"{what}: applied at import time by {done.pth} (every start)", style="green")
-    else:
-        out.line(f"{what}: runtime hook written to {done.root}; put it first on PYTHONPATH:")
-        out.line(f'  export PYTHONPATH="{done.root}${{PYTHONPATH:+:$PYTHONPATH}}"')
-    return 0
-
-
-def uninstall(root: Path, out: Output, env: Environment | None = None) -> int:
-    removed = ops.uninstall(root, env)
-    out.doc.update(ok=True, removed=removed)
-    out.line(f"removed the runtime hook in {root} ({len(removed)} files and folders)")
-    return 0
+    from compatkit.cli.output import Output
+    from compatkit.ops.runtime import RuntimeReport
 
 
 def run(args: Namespace, ctx: Context) -> int:
-    if args.action == "install":
-        return install(ctx.registry, ctx.env, args.patchset, args.dir, args.pth, ctx.out)
+    from compatkit.ops import runtime as ops
+
+    action, out = args.action, ctx.out
+    if action == "install":
+        if not args.patchset:
+            raise UsageError("runtime install needs at least one patchset name")
+        done = ops.install(ctx.registry, ctx.env, args.patchset, args.dir, args.pth)
+        out.result(done.to_json())
+        what = ", ".join(done.patchsets)
+        if done.pth is not None:
+            out.line(f"{what}: applied at import time by {done.pth} (every start)", style="green")
+        else:
+            out.line(f"{what}: runtime hook written to {done.root}; put it first on PYTHONPATH:")
+            out.line(f'  export PYTHONPATH="{done.root}${{PYTHONPATH:+:$PYTHONPATH}}"')
+        return 0
     if args.patchset or args.pth:
-        raise UsageError("runtime uninstall takes only --dir")
-    return uninstall(args.dir, ctx.out, ctx.env)
+        if action == "uninstall":
+            raise UsageError("runtime uninstall takes only --dir")
+        raise UsageError(f"runtime {action} checks the patchsets --dir holds; name none")
+    if action == "uninstall":
+        gone = ops.uninstall(args.dir, ctx.env)
+        out.result(gone.to_json())
+        out.line(f"removed the runtime hook in {args.dir} ({len(gone.removed)} files and folders)")
+        return 0
+    report = ops.check(ctx.registry, args.dir)
+    return _status(report, out) if action == "status" else _verify(report, out)
+
+
+def _status(report: RuntimeReport, out: Output) -> int:
+    out.result(report.status_json())
+    for c in report.checks:
+        rows = [[s.id, str(s.status), s.detail] for s in c.statuses]
+        title = f"{c.name} {c.version} (runtime {report.root}): {c.summary}"
+        out.table(title, ["patch", "state", "detail"], rows)
+    return 0
+
+
+def _verify(report: RuntimeReport, out: Output) -> int:
+    out.result(report.verify_json())
+    problems = report.problems
+    if problems:
+        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+    names = ", ".join(c.name for c in report.checks)
+    out.line(
+        f"verified: {names} applied at import time by {report.root} ({report.served} patches); "
+        "every installed file is the one they were prepared for",
+        style="green",
+    )
+    return 0
