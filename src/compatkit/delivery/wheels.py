@@ -35,7 +35,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from compatkit import atomic
+from compatkit import bounded
 from compatkit.delivery.wheeltree import (
     Corrupt,
     NotAZip,
@@ -44,6 +44,7 @@ from compatkit.delivery.wheeltree import (
     tree_from_dir,
     tree_from_wheel,
 )
+from compatkit.digest import sha256
 from compatkit.errors import CompatkitError
 from compatkit.model.records import hash_bytes
 
@@ -275,16 +276,18 @@ class WheelSource:
             raise CompatkitError(f"no wheel of {name}=={version} for this platform on the index")
         f = best[1]
         target = tmp / str(f["filename"])
-        try:
-            with urllib.request.urlopen(str(f["url"]), timeout=600) as resp:
-                atomic.write(target, resp.read())
+        digest = sha256(small=False)
+        try:  # in pieces, hashed on the way: a wheel of gigabytes is never held in memory
+            url = str(f["url"])
+            with urllib.request.urlopen(url, timeout=600) as resp, open(target, "xb") as out:
+                while block := resp.read(bounded.HASH_CHUNK):
+                    digest.update(block)
+                    out.write(block)
         except Exception as exc:
             raise CompatkitError(f"cannot download {f['filename']}: {exc}") from None
         expected = f.get("hashes", {})
         sha = expected.get("sha256") if isinstance(expected, dict) else None
-        import hashlib
-
-        if sha and hashlib.sha256(target.read_bytes()).hexdigest() != sha:
+        if sha and digest.hexdigest() != sha:
             raise CompatkitError(f"{f['filename']}: sha256 differs from the index's")
         return target
 
