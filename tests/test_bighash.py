@@ -175,3 +175,26 @@ def test_an_sbom_of_an_environment_holding_a_2gb_file_takes_little_memory(
     assert rc == 0 and peak < 150 * MIB, (rc, peak)
     doc = json.loads((tmp_path / "sbom.json").read_text())
     assert [c["name"] for c in doc["components"] if c["name"] == "big"] == ["big"]
+
+
+@pytest.mark.slow
+def test_diff_beside_an_unedited_2gb_file_takes_little_memory(
+    tmp_path: Path, make_venv: Callable[..., Venv]
+) -> None:
+    """``compatkit diff`` hashes every file against RECORD to find the edited ones: streamed,
+    and only an edited one is read."""
+    venv = make_venv()
+    wheel = build_wheel(tmp_path, "big", "1.0", {"big/__init__.py": b"x = 1\n"})
+    venv.install(wheel)
+    big = sparse(venv.site / "big" / "libbig.so", 2 << 30)
+    add_to_record(venv.site, "big", [f"big/libbig.so,{streamed(big)},{2 << 30}"])
+    edited = venv.site / "big" / "__init__.py"
+    edited.with_name("new.tmp").write_bytes(b"x = 2\n")  # never through uv's hardlink
+    os.replace(edited.with_name("new.tmp"), edited)
+    env = {"COMPATKIT_NO_INDEX": "1", "COMPATKIT_CACHE_DIR": str(tmp_path / "ck-cache")}
+    args = ["--patchset-dir", str(tmp_path / "ps"), "diff", "big", "--patchset", "big-fix"]
+    args += ["--id", "patch-1", "--wheel-dir", str(tmp_path)]
+    rc, peak = peak_rss(venv.python, *args, env=env)
+    assert rc == 0 and peak < 150 * MIB, (rc, peak)
+    (patch,) = (tmp_path / "ps").rglob("*.patch")
+    assert "-x = 1\n+x = 2\n" in patch.read_text()

@@ -32,7 +32,6 @@ from compatkit.load import authoring
 from compatkit.load.registry import Registry
 from compatkit.load.validate import load_patchset
 from compatkit.model.patchset import Patchset, parse_patch
-from compatkit.model.records import hash_bytes
 from compatkit.value import Value
 
 _SKIP_SUFFIXES = (".pyc", ".pyo", txn.TMP_SUFFIX)
@@ -57,15 +56,16 @@ def _owned_by_others(dist: Dist) -> set[str]:
 
 
 def find_edits(dist: Dist) -> dict[str, bytes | None]:
-    """Every file of ``dist`` that differs from RECORD, and every file added to its packages."""
+    """Every file of ``dist`` that differs from RECORD, and every file added to its packages.
+    A file is hashed streamed (:meth:`compatkit.env.target.Dist.hash`) and read only when it
+    differs: an unedited gigabyte library is never held in memory."""
     record = dist.read_record()
     edits: dict[str, bytes | None] = {}
     for row in record.rows:
         if not row.hash or _is_metadata(row.path) or _ignored(row.path):
             continue
-        data = dist.read(row.path)
-        if data is None or hash_bytes(data) != row.hash:
-            edits[row.path] = data
+        if dist.hash(row.path) != row.hash:
+            edits[row.path] = dist.read(row.path)
     known = record.paths() | _owned_by_others(dist)
     tops = {p.split("/", 1)[0] for p in record.paths() if "/" in p and not _is_metadata(p)}
     for top in sorted(tops):
