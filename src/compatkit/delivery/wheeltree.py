@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -106,12 +107,28 @@ def open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
 
 def tree_from_wheel(path: Path) -> Tree:
     """The wheel at ``path``, its bounds and names checked before anything is inflated;
-    raises :class:`NotAZip` for a file that is no zip archive (or no regular file)."""
+    raises :class:`NotAZip` for a file that is no zip archive (or no regular file). The
+    archive is opened once (:func:`compatkit.bounded.open_regular`) and its central directory
+    read once, for every file the tree reads: a file swapped under its name meanwhile is not
+    read, and a wheel of 15,000 files costs one parse, not one a file."""
+    archive: list[zipfile.ZipFile] = []
+
+    def opened() -> zipfile.ZipFile:
+        if not archive:
+            fd, _ = bounded.open_regular(path)
+            f = os.fdopen(fd, "rb")
+            try:
+                zf = zipfile.ZipFile(f)
+            except BaseException:
+                f.close()
+                raise
+            weakref.finalize(zf, f.close)  # closed with the tree, not left to the collector
+            archive.append(zf)
+        return archive[0]
 
     def read(name: str) -> bytes | None:
         try:
-            with open_zip(path) as zf:
-                return zf.read(name)
+            return opened().read(name)
         except KeyError:
             return None
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
@@ -120,8 +137,7 @@ def tree_from_wheel(path: Path) -> Tree:
             raise Corrupt(f"{path}: {exc.why}") from None
 
     try:
-        with open_zip(path) as zf:
-            infos = zf.infolist()
+        infos = opened().infolist()
     except (zipfile.BadZipFile, ValueError, EOFError) as exc:
         raise NotAZip(f"skipped {path}: not a zip archive ({exc})") from None
     except bounded.Refused as exc:
@@ -139,10 +155,8 @@ def tree_from_wheel(path: Path) -> Tree:
     problems += [q for p in record if (q := wheelcheck.entry_problem(p))]
     executable = lambda n: bool(modes.get(n, 0) & 0o111)  # noqa: E731
 
-    @contextlib.contextmanager
-    def member(name: str) -> Iterator[IO[bytes]]:
-        with open_zip(path) as zf, zf.open(name) as f:  # zf.open checks the CRC at the end
-            yield f
+    def member(name: str) -> contextlib.AbstractContextManager[IO[bytes]]:
+        return opened().open(name)  # checks the CRC at the end; KeyError: no such file
 
     return Tree(str(path), record, read, executable, tuple(problems), path, member)
 
