@@ -53,26 +53,36 @@ def add_to_record(site: Path, dist: str, rows: list[str]) -> None:
     os.replace(tmp, record)
 
 
-def peak_rss(python: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, int]:
-    """(exit code, peak RSS in bytes) of ``compatkit --python PYTHON ARGS`` in a child
-    (exit code -1: it raised; its address space capped at :data:`ADDRESS_SPACE`)."""
+def child_peak(body: str, *args: str, env: dict[str, str] | None = None) -> tuple[str, int]:
+    """(the value ``body`` leaves in ``result``, its peak RSS in bytes): ``body`` run in a
+    child Python (``sys.argv[1:]``: ``args``), its address space capped at
+    :data:`ADDRESS_SPACE`; ``result`` is "raised" when it raised."""
+    indented = "".join(f"    {line}\n" for line in body.splitlines())
     code = (
         "import resource, sys\n"
         f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE}, resource.RLIM_INFINITY))\n"
-        "rc = -1\n"
-        "try:\n"
-        "    from compatkit.cli.main import main\n"
-        "    rc = main(sys.argv[1:])\n"
-        "finally:\n"
-        "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-        "    print(rc, peak, file=sys.stderr)\n"
+        f"try:\n{indented}"
+        "except BaseException:\n"
+        "    import traceback\n"
+        "    traceback.print_exc()\n"
+        "    result = 'raised'\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+        "print(result, peak, file=sys.stderr)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, "--python", python, *args],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         check=False,
         env=None if env is None else {**os.environ, **env},
     )
-    rc, peak = proc.stderr.splitlines()[-1].split()
-    return int(rc), int(peak)
+    result, peak = proc.stderr.splitlines()[-1].rsplit(" ", 1)
+    return result, int(peak)
+
+
+def peak_rss(python: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, int]:
+    """(exit code, peak RSS in bytes) of ``compatkit --python PYTHON ARGS`` in a child
+    (:func:`child_peak`; exit code -1: it raised)."""
+    body = "from compatkit.cli.main import main\nresult = main(sys.argv[1:])\n"
+    result, peak = child_peak(body, "--python", python, *args, env=env)
+    return (-1 if result == "raised" else int(result)), peak

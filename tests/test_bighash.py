@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from bigfiles import MIB, add_to_record, peak_rss, record_hash, sparse, streamed
+from bigfiles import MIB, add_to_record, child_peak, peak_rss, record_hash, sparse, streamed
 from compatkit import bounded
 from compatkit.env.target import Environment
 from compatkit.model.records import Record, hash_bytes, row_for
 from compatkit.ops.verify import pristine_problems
+from compatkit.runtime import statfacts
 from conftest import DEMO_FILES, Venv, build_wheel, install_demo, run_cli
 
 
@@ -198,3 +199,15 @@ def test_diff_beside_an_unedited_2gb_file_takes_little_memory(
     assert rc == 0 and peak < 150 * MIB, (rc, peak)
     (patch,) = (tmp_path / "ps").rglob("*.patch")
     assert "-x = 1\n+x = 2\n" in patch.read_text()
+
+
+def test_stat_facts_read_no_more_than_the_bytes_expected(tmp_path: Path) -> None:
+    """``runtime install`` takes the stat facts of each file a patch edits by reading it
+    against the bytes it should hold: one grown to 2 GB is read no further than that (and,
+    not holding them, gets no facts)."""
+    big = sparse(tmp_path / "m.py", 2 << 30)
+    if statfacts._file_systems().get(big.stat().st_dev) not in statfacts.SOUND:
+        pytest.skip("no stat facts are taken on this file system")
+    body = "from compatkit.runtime import statfacts\nresult = statfacts.of_path(sys.argv[1], b'x')"
+    result, peak = child_peak(body, str(big))
+    assert (result, peak < 150 * MIB) == ("None", True), (result, peak)
