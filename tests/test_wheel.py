@@ -11,11 +11,13 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import compatkit
 from compatkit.delivery import wheelfile
+from compatkit.delivery.wheelrelease import WholeWheel, whole_wheel
 from compatkit.errors import CompatkitError
 from compatkit.model.records import Record, hash_bytes
 from compatkit.ops import wheel as wheel_ops
@@ -371,10 +373,9 @@ def test_a_source_file_changed_after_its_proof_is_refused(
         zf.extractall(unpacked)
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
     monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "no-pip"))
-    proven = wheel_ops.whole_wheel
 
-    def then_changed(*args: object, **kwargs: object) -> object:
-        whole = proven(*args, **kwargs)  # type: ignore[arg-type]
+    def then_changed(*args: Any, **kwargs: Any) -> WholeWheel:
+        whole = whole_wheel(*args, **kwargs)
         (unpacked / "demo" / "util.py").write_bytes(b"changed after its proof\n")
         return whole
 
@@ -383,7 +384,7 @@ def test_a_source_file_changed_after_its_proof_is_refused(
     code, _, err = demo.run("wheel", "demo-fix", "-o", str(out))
     assert code == 1 and "demo/util.py changed while compatkit read it" in err, err
     assert not out.exists()
-    monkeypatch.setattr(wheel_ops, "whole_wheel", proven)
+    monkeypatch.setattr(wheel_ops, "whole_wheel", whole_wheel)
     (unpacked / "demo" / "util.py").write_bytes(DEMO_FILES["demo/util.py"])
     assert demo.run("wheel", "demo-fix", "-o", str(out))[0] == 0
 
