@@ -366,8 +366,8 @@ def test_a_source_file_changed_after_its_proof_is_refused(
     demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Files of the source wheel are proven by hashes taken streamed and copied later, in
-    pieces: one changed in between is hashed again on the way, refused, and nothing is left
-    (no wheel, no temp file, no output folder)."""
+    pieces: one changed in between (one no patch edits, so only the copy reads it again) is
+    hashed again on the way, refused, and nothing is left (no wheel, no temp, no folder)."""
     unpacked = tmp_path / "uv" / "archive-v0" / "demo"
     with zipfile.ZipFile(demo.wheel) as zf:
         zf.extractall(unpacked)
@@ -376,16 +376,16 @@ def test_a_source_file_changed_after_its_proof_is_refused(
 
     def then_changed(*args: Any, **kwargs: Any) -> WholeWheel:
         whole = whole_wheel(*args, **kwargs)
-        (unpacked / "demo" / "util.py").write_bytes(b"changed after its proof\n")
+        (unpacked / "demo" / "__init__.py").write_bytes(b"changed after its proof\n")
         return whole
 
     monkeypatch.setattr(wheel_ops, "whole_wheel", then_changed)
     out = tmp_path / "out"
     code, _, err = demo.run("wheel", "demo-fix", "-o", str(out))
-    assert code == 1 and "demo/util.py changed while compatkit read it" in err, err
+    assert code == 1 and "demo/__init__.py changed while compatkit read it" in err, err
     assert not out.exists()
     monkeypatch.setattr(wheel_ops, "whole_wheel", whole_wheel)
-    (unpacked / "demo" / "util.py").write_bytes(DEMO_FILES["demo/util.py"])
+    (unpacked / "demo" / "__init__.py").write_bytes(DEMO_FILES["demo/__init__.py"])
     assert demo.run("wheel", "demo-fix", "-o", str(out))[0] == 0
 
 

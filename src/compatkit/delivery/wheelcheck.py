@@ -106,7 +106,8 @@ def release_problems(
     files: Mapping[str, Content], data_dir: str, installed: Mapping[str, str]
 ) -> list[str]:
     """Every way ``files`` (a wheel's) differ from the release whose installed RECORD is
-    ``installed`` (path -> hash): a changed file, or a file the release does not have."""
+    ``installed`` (path -> hash): a changed file, a file the release does not have, or one
+    it has that the copy lacks (a wheel built from it would silently drop that file)."""
     found = []
     for name, data in files.items():
         top, _, last = name.rpartition("/")
@@ -131,6 +132,13 @@ def release_problems(
             found.append(f"{name}: {kind} the installed release does not have")
         elif expected != digest_of(data)[0]:
             found.append(f"{name} differs from the installed release's RECORD")
+    placed = {where for name in files if (where := installed_path(name, data_dir)) is not None}
+    for path, expected in installed.items():
+        parts = path.split("/")
+        if not expected or path in placed or parts[0] in ("..", "") or "__pycache__" in parts:
+            continue  # no hash, a script or data file, bytecode an installer compiled
+        if not parts[0].endswith(".dist-info"):
+            found.append(f"{path}: a file of the installed release this copy lacks")
     return found
 
 
