@@ -53,6 +53,12 @@ def add_to_record(site: Path, dist: str, rows: list[str]) -> None:
     os.replace(tmp, record)
 
 
+# Linux keeps a process's peak RSS across execve, and a child starts with its parent's: a
+# child of pytest (hundreds of MB after many tests) would report pytest's peak. So the child
+# is started by a small Python, whose own peak is all it inherits.
+_SPAWN = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
+
+
 def child_peak(body: str, *args: str, env: dict[str, str] | None = None) -> tuple[str, int]:
     """(the value ``body`` leaves in ``result``, its peak RSS in bytes): ``body`` run in a
     child Python (``sys.argv[1:]``: ``args``), its address space capped at
@@ -70,7 +76,7 @@ def child_peak(body: str, *args: str, env: dict[str, str] | None = None) -> tupl
         "print(result, peak, file=sys.stderr)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args],
+        [sys.executable, "-c", _SPAWN, sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         check=False,
