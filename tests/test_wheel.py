@@ -11,11 +11,13 @@ import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import compatkit
 from compatkit.delivery import wheelfile
+from compatkit.delivery.wheelrelease import WholeWheel, whole_wheel
 from compatkit.errors import CompatkitError
 from compatkit.model.records import Record, hash_bytes
 from compatkit.ops import wheel as wheel_ops
@@ -358,3 +360,44 @@ def test_a_change_of_bytes_comes_with_a_format_bump(demo: Demo, tmp_path: Path) 
         "compatkit wheel's bytes changed: bump WHEEL_FORMAT (ops/wheel.py) and say why in "
         "docs/delivery.md"
     )
+
+
+def test_a_source_file_changed_after_its_proof_is_refused(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files of the source wheel are proven by hashes taken streamed and copied later, in
+    pieces: one changed in between (one no patch edits, so only the copy reads it again) is
+    hashed again on the way, refused, and nothing is left (no wheel, no temp, no folder)."""
+    unpacked = tmp_path / "uv" / "archive-v0" / "demo"
+    with zipfile.ZipFile(demo.wheel) as zf:
+        zf.extractall(unpacked)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "no-pip"))
+
+    def then_changed(*args: Any, **kwargs: Any) -> WholeWheel:
+        whole = whole_wheel(*args, **kwargs)
+        (unpacked / "demo" / "__init__.py").write_bytes(b"changed after its proof\n")
+        return whole
+
+    monkeypatch.setattr(wheel_ops, "whole_wheel", then_changed)
+    out = tmp_path / "out"
+    code, _, err = demo.run("wheel", "demo-fix", "-o", str(out))
+    assert code == 1 and "demo/__init__.py changed while compatkit read it" in err, err
+    assert not out.exists()
+    monkeypatch.setattr(wheel_ops, "whole_wheel", whole_wheel)
+    (unpacked / "demo" / "__init__.py").write_bytes(DEMO_FILES["demo/__init__.py"])
+    assert demo.run("wheel", "demo-fix", "-o", str(out))[0] == 0
+
+
+def test_other_bytes_under_the_name_are_kept_and_no_temp_is_left(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wheel is written to a temp file first: refused over another wheel of the same
+    name, it leaves that one as it was and no temp file beside it."""
+    whl = built(demo, tmp_path / "out")
+    before = whl.read_bytes()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # other bytes, the same name
+    code, _, err = build(demo, tmp_path / "out")
+    assert code == 1 and "exists with other bytes" in err, err
+    assert whl.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [whl.name]

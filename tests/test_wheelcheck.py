@@ -217,3 +217,11 @@ def test_the_index_hash_proves_a_copy_and_refuses_a_trojan(
         assert (tmp_path / "a" / Path(doc["wheel"]).name).read_bytes() == Path(
             doc["wheel"]
         ).read_bytes()
+
+
+def test_a_copy_lacking_a_file_of_the_release_is_refused(demo: Demo, tmp_path: Path) -> None:
+    """Every file it has matches the installed RECORD, but one is missing: a wheel built from
+    it would drop that module (one no patch edits: nothing else would notice)."""
+    wheel = forge(demo, tmp_path / "w", {"demo/__init__.py": None})
+    err = refused(demo, tmp_path, wheel)
+    assert "demo/__init__.py: a file of the installed release this copy lacks" in err

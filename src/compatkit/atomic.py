@@ -91,6 +91,25 @@ def _create(head: str, prefix: str) -> tuple[str, int]:
     raise FileExistsError(f"no free temp name beside {prefix[1:-1]} in {head}")
 
 
+def temp_file(path: str | Path) -> tuple[str, int]:
+    """A new temp file beside ``path``, open for writing, with the mode :func:`write` would
+    give ``path``: for a file written in pieces (a wheel of gigabytes). The caller closes it,
+    then renames it over ``path`` (``os.replace``) or removes it."""
+    path = str(path)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = _default_mode()
+    tmp, fd = _create(*tmp_prefix(path))
+    try:
+        os.fchmod(fd, mode)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return tmp, fd
+
+
 def write_text(path: str | Path, text: str, exclusive: bool = False) -> None:
     """``text`` as UTF-8 (lone surrogates kept as the bytes they stand for), LF as given."""
     write(path, text.encode("utf-8", "surrogateescape"), exclusive=exclusive, sync=True)

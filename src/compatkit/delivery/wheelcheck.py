@@ -18,7 +18,7 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Iterable, Mapping
 
-from compatkit.model.records import hash_bytes
+from compatkit.delivery.wheelfile import Content, digest_of, head_of
 
 MAX_ENTRIES = 100_000
 MAX_ENTRY = 2 << 30  # declared uncompressed bytes of one entry
@@ -93,20 +93,21 @@ def installed_path(name: str, data_dir: str) -> str | None:
     return rest if scheme in ("purelib", "platlib") else None
 
 
-def _script_matches(data: bytes, basename: str, installed: Mapping[str, str]) -> bool:
+def _script_matches(data: Content, basename: str, installed: Mapping[str, str]) -> bool:
     """A ``.data/scripts`` file against the release's installed script of the same name
     (installers rewrite a ``#!python`` line, so that line is not compared)."""
     rows = [h for p, h in installed.items() if p.rsplit("/", 1)[-1] == basename]
-    if data.startswith(b"#!python"):
+    if head_of(data, 8) == b"#!python":
         return bool(rows)  # its rewritten copy cannot be compared byte for byte
-    return hash_bytes(data) in rows
+    return digest_of(data)[0] in rows
 
 
 def release_problems(
-    files: Mapping[str, bytes], data_dir: str, installed: Mapping[str, str]
+    files: Mapping[str, Content], data_dir: str, installed: Mapping[str, str]
 ) -> list[str]:
     """Every way ``files`` (a wheel's) differ from the release whose installed RECORD is
-    ``installed`` (path -> hash): a changed file, or a file the release does not have."""
+    ``installed`` (path -> hash): a changed file, a file the release does not have, or one
+    it has that the copy lacks (a wheel built from it would silently drop that file)."""
     found = []
     for name, data in files.items():
         top, _, last = name.rpartition("/")
@@ -129,8 +130,15 @@ def release_problems(
         if expected is None:
             kind = "a top-level .pth" if "/" not in name and name.endswith(".pth") else "a file"
             found.append(f"{name}: {kind} the installed release does not have")
-        elif expected != hash_bytes(data):
+        elif expected != digest_of(data)[0]:
             found.append(f"{name} differs from the installed release's RECORD")
+    placed = {where for name in files if (where := installed_path(name, data_dir)) is not None}
+    for path, expected in installed.items():
+        parts = path.split("/")
+        if not expected or path in placed or parts[0] in ("..", "") or "__pycache__" in parts:
+            continue  # no hash, a script or data file, bytecode an installer compiled
+        if not parts[0].endswith(".dist-info"):
+            found.append(f"{path}: a file of the installed release this copy lacks")
     return found
 
 

@@ -5,6 +5,8 @@ copy found in a folder or a cache is used only when it is proven
 (:mod:`compatkit.delivery.wheelcheck`):
 by the sha256 the user passes, else by the installed release's RECORD, else by the index's
 sha256 for the file. Copies that fail are skipped, each with the reason, and the next is tried.
+Files are checked streamed (:meth:`compatkit.delivery.wheeltree.Tree.content`): only their hashes
+are kept, so a gigabyte library costs no more memory than a small module.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from compatkit import bounded
 from compatkit.delivery import wheelcheck
+from compatkit.delivery.wheelfile import Content
 from compatkit.delivery.wheels import WheelSource
 from compatkit.delivery.wheeltree import Corrupt, Tree
 from compatkit.errors import CompatkitError
@@ -27,7 +30,7 @@ class WholeWheel:
     """Every file of one released wheel, in its RECORD's order, each checked against it."""
 
     label: str
-    files: dict[str, bytes]
+    files: dict[str, Content]  # metadata as bytes, other files left where they are
     executable: frozenset[str]
     proof: str  # what proved it the release ("--sha256", "the installed RECORD", "the index")
 
@@ -47,10 +50,10 @@ def _files(tree: Tree, reporter: Reporter) -> WholeWheel:
         raise Corrupt(f"{tree.label}: {'; '.join(tree.problems[:3])}")
     if not tree.record:
         raise Corrupt(f"{tree.label}: no RECORD")
-    files: dict[str, bytes | None] = {}
+    files: dict[str, Content | None] = {}
     with reporter.task(f"reading {tree.label}", total=len(tree.record)) as task:
         for p in tree.record:
-            files[p] = tree.read(p)
+            files[p] = tree.content(p)
             task.advance()
     missing = [p for p, data in files.items() if data is None and not p.endswith("/RECORD")]
     if missing:
@@ -60,7 +63,7 @@ def _files(tree: Tree, reporter: Reporter) -> WholeWheel:
     return WholeWheel(tree.label, present, executable, "")
 
 
-def _data_dir(files: Mapping[str, bytes]) -> str:
+def _data_dir(files: Mapping[str, Content]) -> str:
     info = next((p.split("/", 1)[0] for p in files if ".dist-info/" in p), "x.dist-info")
     return info[: -len(".dist-info")] + ".data"
 

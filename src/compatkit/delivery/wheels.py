@@ -36,7 +36,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from compatkit import atomic
+from compatkit import bounded
 from compatkit.delivery.wheeltree import (
     Corrupt,
     NotAZip,
@@ -45,12 +45,16 @@ from compatkit.delivery.wheeltree import (
     tree_from_dir,
     tree_from_wheel,
 )
+from compatkit.digest import sha256
 from compatkit.errors import CompatkitError
 from compatkit.model.progress import NONE, Reporter
 from compatkit.model.records import hash_bytes
 
 if TYPE_CHECKING:
     from http.client import HTTPResponse
+    from typing import BinaryIO
+
+    from compatkit.digest import Hash
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -282,34 +286,31 @@ class WheelSource:
             raise CompatkitError(f"no wheel of {name}=={version} for this platform on the index")
         f = best[1]
         target = tmp / str(f["filename"])
-        try:
-            with urllib.request.urlopen(str(f["url"]), timeout=600) as resp:
-                atomic.write(target, self._read(resp, str(f["filename"])))
+        digest = sha256(small=False)
+        try:  # in pieces, hashed on the way: a wheel of gigabytes is never held in memory
+            url = str(f["url"])
+            with urllib.request.urlopen(url, timeout=600) as resp, open(target, "xb") as out:
+                self._save(resp, out, digest, str(f["filename"]))
         except Exception as exc:
             raise CompatkitError(f"cannot download {f['filename']}: {exc}") from None
         expected = f.get("hashes", {})
         sha = expected.get("sha256") if isinstance(expected, dict) else None
-        import hashlib
-
-        if sha and hashlib.sha256(target.read_bytes()).hexdigest() != sha:
+        if sha and digest.hexdigest() != sha:
             raise CompatkitError(f"{f['filename']}: sha256 differs from the index's")
         return target
 
-    def _read(self, resp: HTTPResponse, filename: str) -> bytes:
-        """A download's body, read in pieces so that its bar moves (its total: the
-        response's ``Content-Length``, when it has one)."""
+    def _save(self, resp: HTTPResponse, out: BinaryIO, digest: Hash, filename: str) -> None:
+        """A download's body written to ``out`` and hashed in pieces, so that memory does not
+        grow with it and its bar moves (its total: the response's ``Content-Length``, when it
+        has one)."""
         length = resp.headers.get("Content-Length", "")
         with self.reporter.task(
             f"downloading {filename}", nbytes=int(length) if length.isdigit() else None
         ) as task:
-            data = bytearray()
-            while chunk := resp.read(_PIECE):
-                data += chunk
-                task.advance(0, len(chunk))
-        return bytes(data)
-
-
-_PIECE = 1 << 20  # a download is read this much at a time
+            while block := resp.read(bounded.HASH_CHUNK):
+                digest.update(block)
+                out.write(block)
+                task.advance(0, len(block))
 
 
 def _file_version(filename: str) -> Version | None:

@@ -2,7 +2,8 @@
 
 A copy is read lazily: building a :class:`Tree` reads the zip's central directory and RECORD,
 checks names, bounds and RECORD coverage (:mod:`compatkit.delivery.wheelcheck`) and inflates nothing
-else; :meth:`Tree.read` checks each file against the RECORD hash it must have.
+else; :meth:`Tree.read` checks each file against the RECORD hash it must have, and
+:meth:`Tree.content` does so streamed, keeping none of a file but its hash and size.
 
 >>> Tree("t", {"pkg/m.py": "sha256=x"}, lambda p: b"x").owns("pkg/m.py")
 True
@@ -12,13 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from compatkit import bounded
 from compatkit.delivery import wheelcheck
+from compatkit.delivery.wheelfile import UNREADABLE, Content, Stored, stream_digest
 from compatkit.model.records import Record, hash_bytes
 
 
@@ -36,6 +40,9 @@ class Tree:
     executable: Callable[[str], bool] = lambda path: False
     problems: tuple[str, ...] = ()
     archive: Path | None = None
+    # opens a file for reading in pieces (None: only ``reader``); KeyError or
+    # FileNotFoundError when the copy has no such file
+    opener: Callable[[str], contextlib.AbstractContextManager[IO[bytes]]] | None = None
 
     def owns(self, path: str) -> bool:
         return path in self.record
@@ -49,6 +56,27 @@ class Tree:
         if data is None or (expected and hash_bytes(data) != expected):
             raise Corrupt(f"{self.label}: {path} does not match the wheel's RECORD")
         return data
+
+    def content(self, path: str) -> Content | None:
+        """The file as a :class:`Stored` one, hashed streamed against its RECORD hash (its
+        bytes, from :meth:`read`, when it has no hash or this copy cannot be streamed); None
+        if the wheel has no such file; raises :class:`Corrupt` if it does not match."""
+        opener, expected = self.opener, self.record.get(path, "")
+        if opener is None or not expected:
+            return self.read(path)
+
+        def open_it() -> contextlib.AbstractContextManager[IO[bytes]]:
+            return opener(path)
+
+        try:
+            digest, size = stream_digest(open_it)
+        except (KeyError, FileNotFoundError, NotADirectoryError):
+            return None
+        except (*UNREADABLE, bounded.Refused) as exc:
+            raise Corrupt(f"{self.label}: {path}: unreadable ({exc})") from None
+        if digest != expected:
+            raise Corrupt(f"{self.label}: {path} does not match the wheel's RECORD")
+        return Stored(self.label, path, digest, size, open_it)
 
 
 class Corrupt(Exception):
@@ -79,12 +107,28 @@ def open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
 
 def tree_from_wheel(path: Path) -> Tree:
     """The wheel at ``path``, its bounds and names checked before anything is inflated;
-    raises :class:`NotAZip` for a file that is no zip archive (or no regular file)."""
+    raises :class:`NotAZip` for a file that is no zip archive (or no regular file). The
+    archive is opened once (:func:`compatkit.bounded.open_regular`) and its central directory
+    read once, for every file the tree reads: a file swapped under its name meanwhile is not
+    read, and a wheel of 15,000 files costs one parse, not one a file."""
+    archive: list[zipfile.ZipFile] = []
+
+    def opened() -> zipfile.ZipFile:
+        if not archive:
+            fd, _ = bounded.open_regular(path)
+            f = os.fdopen(fd, "rb")
+            try:
+                zf = zipfile.ZipFile(f)
+            except BaseException:
+                f.close()
+                raise
+            weakref.finalize(zf, f.close)  # closed with the tree, not left to the collector
+            archive.append(zf)
+        return archive[0]
 
     def read(name: str) -> bytes | None:
         try:
-            with open_zip(path) as zf:
-                return zf.read(name)
+            return opened().read(name)
         except KeyError:
             return None
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
@@ -93,8 +137,7 @@ def tree_from_wheel(path: Path) -> Tree:
             raise Corrupt(f"{path}: {exc.why}") from None
 
     try:
-        with open_zip(path) as zf:
-            infos = zf.infolist()
+        infos = opened().infolist()
     except (zipfile.BadZipFile, ValueError, EOFError) as exc:
         raise NotAZip(f"skipped {path}: not a zip archive ({exc})") from None
     except bounded.Refused as exc:
@@ -111,7 +154,11 @@ def tree_from_wheel(path: Path) -> Tree:
     problems += wheelcheck.record_problems(names, record) if record else []
     problems += [q for p in record if (q := wheelcheck.entry_problem(p))]
     executable = lambda n: bool(modes.get(n, 0) & 0o111)  # noqa: E731
-    return Tree(str(path), record, read, executable, tuple(problems), path)
+
+    def member(name: str) -> contextlib.AbstractContextManager[IO[bytes]]:
+        return opened().open(name)  # checks the CRC at the end; KeyError: no such file
+
+    return Tree(str(path), record, read, executable, tuple(problems), path, member)
 
 
 def tree_from_dir(root: Path) -> Tree:
@@ -131,6 +178,12 @@ def tree_from_dir(root: Path) -> Tree:
         except OSError:
             return False
 
+    @contextlib.contextmanager
+    def file(name: str) -> Iterator[IO[bytes]]:
+        fd, _ = bounded.open_regular(root / name)  # a folder, a FIFO, a device: Refused
+        with os.fdopen(fd, "rb") as f:
+            yield f
+
     infos = [f"{p.name}/RECORD" for p in root.glob("*.dist-info")]
     try:
         record = _record_of(infos, read)
@@ -140,4 +193,4 @@ def tree_from_dir(root: Path) -> Tree:
     names = [n for n in names if "__pycache__/" not in n]  # bytecode an installer compiled
     problems = wheelcheck.record_problems(names, record) if record else []
     problems += [q for p in record if (q := wheelcheck.entry_problem(p))]
-    return Tree(str(root), record, read, executable, tuple(problems))
+    return Tree(str(root), record, read, executable, tuple(problems), None, file)

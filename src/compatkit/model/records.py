@@ -69,17 +69,21 @@ class Row(Value):
 
 def row_for(path: str, data: bytes | None) -> Row:
     """A RECORD row for ``path`` holding ``data`` (None: no hash, as for RECORD itself)."""
+    return row_with(path, None if data is None else (hash_bytes(data), len(data)))
+
+
+def row_with(path: str, digest: tuple[str, int] | None) -> Row:
+    """A RECORD row for ``path`` with ``digest`` (its RECORD hash and size, as a file hashed
+    while streamed has them; None: no hash, as for RECORD itself)."""
     if not any(c in path for c in ',"\r\n'):  # nothing to quote: what csv would write
-        row = f"{path},," if data is None else f"{path},{hash_bytes(data)},{len(data)}"
+        row = f"{path},," if digest is None else f"{path},{digest[0]},{digest[1]}"
         return Row.from_raw(row)
     import csv
     import io
 
     buf = io.StringIO()
-    if data is None:
-        csv.writer(buf, lineterminator="").writerow([path, "", ""])
-    else:
-        csv.writer(buf, lineterminator="").writerow([path, hash_bytes(data), len(data)])
+    fields = [path, "", ""] if digest is None else [path, *digest]
+    csv.writer(buf, lineterminator="").writerow(fields)
     return Row.from_raw(buf.getvalue())
 
 

@@ -33,7 +33,6 @@ from compatkit.load.registry import Registry
 from compatkit.load.validate import load_patchset
 from compatkit.model.patchset import Patchset, parse_patch
 from compatkit.model.progress import NONE, Reporter
-from compatkit.model.records import hash_bytes
 from compatkit.value import Value
 
 _SKIP_SUFFIXES = (".pyc", ".pyo", txn.TMP_SUFFIX)
@@ -59,15 +58,16 @@ def _owned_by_others(dist: Dist) -> set[str]:
 
 def find_edits(dist: Dist, reporter: Reporter = NONE) -> dict[str, bytes | None]:
     """Every file of ``dist`` that differs from RECORD, and every file added to its packages
-    (``reporter``: the RECORD rows read of the total)."""
+    (``reporter``: the RECORD rows read of the total). A file is hashed streamed
+    (:meth:`compatkit.env.target.Dist.hash`) and read only when it differs: an unedited
+    gigabyte library is never held in memory."""
     record = dist.read_record()
     edits: dict[str, bytes | None] = {}
     rows = [r for r in record.rows if r.hash and not _is_metadata(r.path) and not _ignored(r.path)]
     with reporter.task(f"reading {dist.name} {dist.version}", total=len(rows)) as task:
         for row in rows:
-            data = dist.read(row.path)
-            if data is None or hash_bytes(data) != row.hash:
-                edits[row.path] = data
+            if dist.hash(row.path) != row.hash:
+                edits[row.path] = dist.read(row.path)
             task.advance()
     known = record.paths() | _owned_by_others(dist)
     tops = {p.split("/", 1)[0] for p in record.paths() if "/" in p and not _is_metadata(p)}

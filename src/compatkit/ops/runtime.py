@@ -195,9 +195,11 @@ def _file_problem(root: Path, key: str, f: dict[str, Any]) -> str | None:
     """Why the hook would refuse this file (None: it serves it)."""
     origin, original = str(f["origin"]), f["original"]
     try:
-        current: str | None = hashlib.sha256(Path(origin).read_bytes()).hexdigest()
+        current: str | None = bounded.sha256(origin).hex()  # streamed: any size
     except FileNotFoundError:
         current = None
+    except bounded.Refused as exc:  # a FIFO, a device: never opened
+        return f"{origin}: {exc.why}"
     if current != original:
         if original is None:
             return f"{origin} exists, though a patch creates it"

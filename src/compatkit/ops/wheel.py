@@ -15,13 +15,15 @@ file name, and a lockfile never sees two different wheels under one name.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 from pathlib import Path
 
-from compatkit import atomic
+from compatkit import atomic, bounded
 from compatkit.delivery import wheelfile
+from compatkit.delivery.wheelfile import Content
 from compatkit.delivery.wheelrelease import Proof, WholeWheel, whole_wheel
 from compatkit.delivery.wheels import WheelSource
 from compatkit.env.plan import Overlay, plan_apply
@@ -77,14 +79,17 @@ class WheelResult(Value):
 
 
 class MemoryFiles:
-    """The read side of a wheel held in a dict (:class:`compatkit.env.files.Files`)."""
+    """The read side of a wheel held in a dict (:class:`compatkit.env.files.Files`): a file
+    left in the source wheel (:class:`compatkit.delivery.wheelfile.Stored`) is read when asked
+    for (a file a patch edits: small)."""
 
-    def __init__(self, files: dict[str, bytes]) -> None:
+    def __init__(self, files: dict[str, Content]) -> None:
         self.files = files
         self._dirs = {p.rsplit("/", i)[0] for p in files for i in range(1, p.count("/") + 1)}
 
     def read(self, relpath: str) -> bytes | None:
-        return self.files.get(relpath)
+        content = self.files.get(relpath)
+        return None if content is None else wheelfile.data_of(content)
 
     def is_file(self, relpath: str) -> bool:
         return relpath in self.files
@@ -138,14 +143,17 @@ def _dist_info(whole: WholeWheel) -> str:
 class _Renamed(Value):
     __slots__ = ("name", "info", "files", "executable")
 
-    def __init__(self, name: str, info: str, files: dict[str, bytes], executable: set[str]) -> None:
+    def __init__(
+        self, name: str, info: str, files: dict[str, Content], executable: set[str]
+    ) -> None:
         self.name, self.info, self.files, self.executable = name, info, files, executable
 
 
 def _renamed(whole: WholeWheel, version: str) -> _Renamed:
     """The wheel's files with the folders renamed for ``version`` and METADATA's Version set."""
     old_info = _dist_info(whole)
-    name = _headers(whole.files[f"{old_info}/METADATA"].decode("utf-8")).get("name", "")
+    metadata = wheelfile.data_of(whole.files[f"{old_info}/METADATA"])
+    name = _headers(metadata.decode("utf-8")).get("name", "")
     stem = f"{wheelfile.escaped_name(name)}-{version}"
 
     def new(path: str) -> str:
@@ -157,11 +165,13 @@ def _renamed(whole: WholeWheel, version: str) -> _Renamed:
         if not (p.startswith(f"{old_info}/") and p.rsplit("/", 1)[1] in _SIGNATURES)
     }
     info = f"{stem}.dist-info"
-    files[f"{info}/METADATA"] = wheelfile.set_version(files[f"{info}/METADATA"], version)
+    files[f"{info}/METADATA"] = wheelfile.set_version(metadata, version)
     return _Renamed(name, info, files, {new(p) for p in whole.executable})
 
 
-def _apply(ps: Patchset, name: str, version: str, info: str, files: dict[str, bytes]) -> list[str]:
+def _apply(
+    ps: Patchset, name: str, version: str, info: str, files: dict[str, Content]
+) -> list[str]:
     """Apply ``ps`` to ``files`` in place, as ``compatkit apply`` would; the paths it changed."""
     order = list(files)
     files[f"{info}/RECORD"] = wheelfile.regenerate_record(files, f"{info}/RECORD", order)
@@ -217,25 +227,48 @@ def proof_for(env: Environment, distribution: str, base: str, sha256: str | None
     return Proof(installed={r.path: r.hash for r in rows if r.path})
 
 
-def _write(path: Path, data: bytes, force: bool) -> bool:
-    """Write the wheel; True if the same bytes were already there. Other bytes under the
-    same name are replaced only with ``force`` (a lockfile may pin the old ones)."""
+def _sha_of(path: Path) -> str | None:
+    """The hex sha256 of the file at ``path``, streamed (None: there is none)."""
     try:
-        if path.read_bytes() == data:
-            return True
+        return bounded.sha256(path).hex()
     except FileNotFoundError:
-        pass
+        return None
     except OSError as exc:
         raise CompatkitError(f"cannot read {path} ({exc.strerror})") from None
-    else:
-        if not force:
+
+
+def _write(path: Path, w: _Renamed, epoch: int, force: bool) -> tuple[bool, str]:
+    """Write the wheel through a temp file beside ``path`` (streamed: a file of the source
+    wheel is copied in pieces); (True if the same bytes were already there, its sha256).
+    Other bytes under the same name are replaced only with ``force`` (a lockfile may pin the
+    old ones). On any failure nothing is left: no temp file, no folder made for it."""
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = None
+    try:
+        tmp, fd = atomic.temp_file(path)
+        with os.fdopen(fd, "wb") as f:
+            wheelfile.write_zip(f, w.files, w.executable, epoch)
+        sha = bounded.sha256(tmp).hex()
+        there = _sha_of(path)
+        if there == sha:
+            os.unlink(tmp)
+            return True, sha
+        if there is not None and not force:
             raise CompatkitError(
                 f"{path} exists with other bytes: pass --force to replace it "
                 "(a lockfile that pins its hash will then refuse the new one)"
             )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write(path, data)
-    return False
+        os.replace(tmp, path)
+        return False, sha
+    except BaseException:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        for folder in made:  # the innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def build_wheel(
@@ -258,10 +291,9 @@ def build_wheel(
     sbom_path = _add_sbom(ps, w, base, version, epoch)
     record = f"{w.info}/RECORD"
     w.files[record] = wheelfile.regenerate_record(w.files, record, list(w.files))
-    data = wheelfile.zip_bytes(w.files, w.executable, epoch)
-    path = out_dir / wheelfile.wheel_name(w.name, version, w.files[f"{w.info}/WHEEL"])
-    unchanged = _write(path, data, force)
-    sha = hashlib.sha256(data).hexdigest()
+    wheel_meta = wheelfile.data_of(w.files[f"{w.info}/WHEEL"])
+    path = out_dir / wheelfile.wheel_name(w.name, version, wheel_meta)
+    unchanged, sha = _write(path, w, epoch, force)
     return WheelResult(
         path,
         w.name,

@@ -80,10 +80,13 @@ def _settled(ctime_ns: int) -> bool:
     return True
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
+def _read_up_to(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fd``, from where it stands: enough to tell a file from the
+    bytes it should hold, whatever its size (one that grew to gigabytes is not read whole)."""
+    chunks, left = [], limit
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
         chunks.append(chunk)
+        left -= len(chunk)
     return b"".join(chunks)
 
 
@@ -99,7 +102,7 @@ def of_fd(fd: int, expected: bytes) -> Facts | None:
         return None
     before = os.fstat(fd)  # after the tick: a change from here on shows in the ctime
     os.lseek(fd, 0, os.SEEK_SET)
-    data = _read_all(fd)
+    data = _read_up_to(fd, len(expected) + 1)
     after = os.fstat(fd)
     same = facts(first) == facts(before) == facts(after) and data == expected
     return facts(before) if same else None
