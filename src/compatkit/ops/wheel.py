@@ -44,6 +44,7 @@ SBOM_NAME = "compatkit.cdx.json"
 
 class WheelResult(Value):
     __slots__ = (
+        "patchset",
         "path",
         "name",
         "version",
@@ -55,10 +56,12 @@ class WheelResult(Value):
         "sbom",
         "unchanged",
         "proof",
+        "notes",
     )
 
     def __init__(
         self,
+        patchset: str,
         path: Path,
         name: str,
         version: str,
@@ -70,10 +73,30 @@ class WheelResult(Value):
         sbom: str,  # the SBOM's path inside the wheel
         unchanged: bool,  # the same bytes were already there
         proof: str,  # what proved the source wheel the release
+        notes: list[str],  # where the pristine wheel came from (downloaded, skipped copies)
     ) -> None:
+        self.patchset, self.notes = patchset, notes
         self.path, self.name, self.version, self.base_version = path, name, version, base_version
         self.sha256, self.applied, self.files, self.source = sha256, applied, files, source
         self.sbom, self.unchanged, self.proof = sbom, unchanged, proof
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": True,
+            "patchset": self.patchset,
+            "wheel": str(self.path),
+            "distribution": self.name,
+            "version": self.version,
+            "base_version": self.base_version,
+            "sha256": self.sha256,
+            "applied": self.applied,
+            "files": self.files,
+            "source": self.source,
+            "proof": self.proof,
+            "sbom": self.sbom,
+            "unchanged": self.unchanged,
+            "notes": self.notes,
+        }
 
 
 class MemoryFiles:
@@ -217,9 +240,9 @@ def proof_for(env: Environment, distribution: str, base: str, sha256: str | None
     return Proof(installed={r.path: r.hash for r in rows if r.path})
 
 
-def _write(path: Path, data: bytes, force: bool) -> bool:
+def _write(path: Path, data: bytes, overwrite: bool) -> bool:
     """Write the wheel; True if the same bytes were already there. Other bytes under the
-    same name are replaced only with ``force`` (a lockfile may pin the old ones)."""
+    same name are replaced only with ``overwrite`` (a lockfile may pin the old ones)."""
     try:
         if path.read_bytes() == data:
             return True
@@ -228,9 +251,9 @@ def _write(path: Path, data: bytes, force: bool) -> bool:
     except OSError as exc:
         raise CompatkitError(f"cannot read {path} ({exc.strerror})") from None
     else:
-        if not force:
+        if not overwrite:
             raise CompatkitError(
-                f"{path} exists with other bytes: pass --force to replace it "
+                f"{path} exists with other bytes: pass --overwrite to replace it "
                 "(a lockfile that pins its hash will then refuse the new one)"
             )
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +268,7 @@ def build_wheel(
     out_dir: Path,
     src: WheelSource,
     sha256: str | None = None,
-    force: bool = False,
+    overwrite: bool = False,
 ) -> WheelResult:
     ps = registry.get(name)
     epoch = date_epoch()  # bad input is refused before anything is fetched or written
@@ -260,9 +283,10 @@ def build_wheel(
     w.files[record] = wheelfile.regenerate_record(w.files, record, list(w.files))
     data = wheelfile.zip_bytes(w.files, w.executable, epoch)
     path = out_dir / wheelfile.wheel_name(w.name, version, w.files[f"{w.info}/WHEEL"])
-    unchanged = _write(path, data, force)
+    unchanged = _write(path, data, overwrite)
     sha = hashlib.sha256(data).hexdigest()
     return WheelResult(
+        ps.name,
         path,
         w.name,
         version,
@@ -274,4 +298,5 @@ def build_wheel(
         sbom_path,
         unchanged,
         whole.proof,
+        list(src.notes),
     )
