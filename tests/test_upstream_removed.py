@@ -164,3 +164,21 @@ def test_against_latest_with_no_release_found(
     code, _out, err = run_cli(demo.capsys, *args)
     assert code == 1
     assert err == "compatkit: error: no release of ckdemo found in the wheel directories\n"
+
+
+@pytest.mark.slow
+def test_upstream_takes_its_wheels_from_wheel_dir_offline(
+    demo: Demo, local_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--wheel-dir DIR --offline``: the newest release is found in DIR, and the throw-away
+    environment installs from DIR (and uv's cache), never from the index (issue 35, item 6)."""
+    monkeypatch.delenv("UV_FIND_LINKS")  # only --wheel-dir says where ckdemo and cklib are
+    patches = {"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL}
+    write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", distribution="ckdemo")
+    args = ("--json", "--patchset-dir", str(demo.patchsets), "upstream", "ck-fix")
+    where = ("--target", "ckdemo", "--offline", "--wheel-dir", str(local_index))
+    code, out, err = run_cli(demo.capsys, *args, *where)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"] == "ckdemo==2.0"
+    assert [p["state"] for p in doc["patches"]] == ["removed upstream", "needs port"]
