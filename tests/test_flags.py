@@ -93,3 +93,15 @@ def test_one_meaning_per_flag_in_the_table() -> None:
         assert "--target" in flags[name]
     forces = [o for c in table.COMMANDS.values() for o in c["options"] if "--force" in o["flags"]]
     assert forces and all("replace" not in str(o.get("help")) for o in forces)
+
+
+def test_completion_offers_the_new_flags_only(capsys: pytest.CaptureFixture[str]) -> None:
+    code, script, _ = _usage(capsys, ["completion", "bash"])
+    assert code == 0
+    wheel = next(line for line in script.splitlines() if "_wheel_option_strings=" in line)
+    assert "--output" in wheel and "--overwrite" in wheel and "--out-dir" not in wheel
+    assert "--force" not in wheel
+    for old in ("--against", "--into", "--report", "--docs", "--out-dir"):
+        assert old not in script, old
+    assert "_wheel___output_COMPGEN=_shtab_compgen_dirs" in script  # -o DIR: a folder
+    assert "_sbom___output_COMPGEN=_shtab_compgen_files" in script  # -o FILE: a file

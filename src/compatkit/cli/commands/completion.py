@@ -43,7 +43,8 @@ _KINDS = {
 }
 
 
-# where a path is completed: a folder, or a file (-o is either: a file for matrix report, sbom)
+# where a path is completed: a folder, or a file (an option whose metavar is DIR: a folder, so
+# -o completes folders for wheel, prove, rebase, diff, and files for sbom and matrix)
 _PATHS = {
     "patchset_dir": "directory",
     "results": "directory",
@@ -73,7 +74,7 @@ def completion(parser: argparse.ArgumentParser, shell: str, out: Output | None =
         if function:
             action.complete = {"bash": function, "zsh": function}  # type: ignore[attr-defined]
         elif action.dest in _PATHS:
-            folder = _PATHS[action.dest] == "directory"
+            folder = _PATHS[action.dest] == "directory" or action.metavar == "DIR"
             action.complete = shtab.DIRECTORY if folder else shtab.FILE  # type: ignore[attr-defined]
     script = shtab.complete(parser, shell=shell, preamble=PREAMBLE[shell])
     if out is not None and out.json_mode:
