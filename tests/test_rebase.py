@@ -109,8 +109,8 @@ def test_a_clean_rebase_applies_to_the_new_version(
 ) -> None:
     base = tmp_path / "ps"
     write_patchset(base, patches={"0002.patch": PATCH_UTIL, "0004.patch": PATCH_WIN})
-    args = ("demo-fix", "--target", "demo==1.1", "--name", "v11")
-    code, out, err = rebase(capsys, base, wheels, *args)
+    to_v11 = ("demo-fix", "--target", "demo==1.1", "--name", "v11")
+    code, out, err = rebase(capsys, base, wheels, *to_v11)
     assert code == 0, err
     assert "patch-2" in out and "offset" in out
     ps = load_patchset(base / "v11")
