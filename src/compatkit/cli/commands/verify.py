@@ -64,17 +64,17 @@ def _render(result: VerifyResult, out: Output, allow_empty: bool, why: str) -> i
     names = list(result.found)
     if not names:  # a CI gate that checked nothing fails, unless told an empty set is fine
         why = why or "no patchset is applied in this environment"
-        out.result({**doc, "ok": allow_empty, "problems": [] if allow_empty else [why]})
         if allow_empty:
+            out.result({**doc, "ok": True, "problems": []})
             out.line(f"{why}; nothing to verify (--allow-empty)")
             return 0
         from compatkit.ops.verify import nothing_verified
 
-        raise nothing_verified(why)
-    out.result(doc)
+        return out.fail(doc, nothing_verified(why).message, [why])
     problems = result.problems
     if problems:
-        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+        return out.fail(doc, f"verify failed: {len(problems)} problem(s)", problems)
+    out.result(doc)
     out.line(
         f"verified: {', '.join(names)} fully applied, every patched file intact", style="green"
     )
@@ -95,15 +95,15 @@ def _pristine(args: Namespace, ctx: Context) -> int:
         from compatkit.ops.pristine import check_all
 
         checked, reports = check_all(ctx.env)
-        out.result(
-            {"ok": not reports, "checked": checked, "distributions": [r.doc() for r in reports]}
-        )
+        found = {"ok": not reports, "checked": checked, "distributions": [r.doc() for r in reports]}
         if reports:
             verbose = getattr(args, "verbose", False)  # the first ten files each, or all
-            raise CompatkitError(
+            return out.fail(
+                found,
                 f"{len(reports)} of {checked} distributions are not pristine",
                 [r.line() if out.json_mode else r.text(verbose) for r in reports],
             )
+        out.result(found)
         out.line(f"all {checked} distributions: every file matches its RECORD", style="green")
         return 0
     if not args.pristine:
@@ -112,9 +112,9 @@ def _pristine(args: Namespace, ctx: Context) -> int:
 
     dist, problems = ops.pristine(ctx.env, args.pristine)
     doc = {"ok": not problems, "distribution": dist.name, "version": dist.version}
-    out.result({**doc, "problems": problems})
     if problems:
-        raise CompatkitError(f"{dist.name} {dist.version} is not pristine", problems)
+        return out.fail(doc, f"{dist.name} {dist.version} is not pristine", problems)
+    out.result({**doc, "problems": problems})
     out.line(f"{dist.name} {dist.version}: every file matches its RECORD", style="green")
     return 0
 
@@ -131,9 +131,10 @@ def _runtime(registry: Registry, root: Path, out: Output) -> int:
     checks = runtime.check(registry, root)
     problems = [p for c in checks for p in c.problems]
     names = [c.name for c in checks]
-    out.doc.update(ok=not problems, runtime=str(root), patchsets=names, problems=problems)
+    doc = {"ok": not problems, "runtime": str(root), "patchsets": names, "problems": problems}
     if problems:
-        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+        return out.fail(doc, f"verify failed: {len(problems)} problem(s)", problems)
+    out.result(doc)
     served = sum(s.status is PatchState.RUNTIME for c in checks for s in c.statuses)
     out.line(
         f"verified: {', '.join(names)} applied at import time by {root} ({served} patches); "
