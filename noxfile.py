@@ -283,7 +283,7 @@ def proof(session: nox.Session) -> None:
             patchset,
             "--python",
             target,
-            "--report",
+            "-o",
             str(ROOT / "build" / "proof"),
             *session.posargs,
         )
@@ -430,7 +430,7 @@ def matrix(session: nox.Session, cell: str) -> None:
         cell,
         "--matrix",
         str(MATRIX),
-        "--results",
+        "-o",
         str(ROOT / "build" / "matrix"),
         external=True,
     )
@@ -446,7 +446,7 @@ def compat_docs(session: nox.Session) -> None:
         "report",
         "--results",
         str(ROOT / "build" / "matrix"),
-        "--docs",
+        "-o",
         str(ROOT / "docs" / "compatibility.md"),
     )
 

@@ -266,11 +266,11 @@ TIMEOUTS = ["nan", "NaN", "-5", "0", "-0", "inf", "-inf", "1e999", "1e-400", "",
 OUTPUTS = [
     (["sbom"], "-o", ["a-folder", "a-file/x.json", "/dev/null", "fifo", "x" * 300, ""]),
     (["wheel", "demo-fix", "--offline"], "-o", ["a-file", "a-file/sub", "/dev/null", "x" * 300]),
-    (["prove", "demo-fix"], "--report", ["a-file", "a-file/sub", "fifo", "x" * 300]),
+    (["prove", "demo-fix"], "-o", ["a-file", "a-file/sub", "fifo", "x" * 300]),
     (["matrix", "report"], "--results", ["a-file", "a-file/sub", "/dev/null"]),
-    (["matrix", "report", "--results", "a-folder"], "--docs", ["a-folder", "a-file/x", "fifo"]),
-    (["matrix", "run", "c"], "--results", ["a-file", "fifo", "x" * 300]),
-    (["rebase", "demo-fix", "--to", "demo==2.0"], "--into", ["a-file", "a-file/sub", "fifo"]),
+    (["matrix", "report", "--results", "a-folder"], "-o", ["a-folder", "a-file/x", "fifo"]),
+    (["matrix", "run", "c"], "-o", ["a-file", "fifo", "x" * 300]),
+    (["rebase", "demo-fix", "--target", "demo==2.0"], "-o", ["a-file", "a-file/sub", "fifo"]),
 ]
 
 

@@ -205,19 +205,18 @@ def test_output_options_naming_the_wrong_kind_of_thing(demo: Demo, tmp_path: Pat
         (("sbom", "-o", "/dev/null"), "not a regular file"),
         (("wheel", "demo-fix", "--offline", "-o", str(a_file)), "not a folder"),
         (("wheel", "demo-fix", "--offline", "-o", str(a_file / "sub")), "Not a directory"),
-        (("prove", "demo-fix", "--report", str(a_file)), "not a folder"),
+        (("prove", "demo-fix", "-o", str(a_file)), "not a folder"),
         (("matrix", "report", "--results", str(a_file)), "not a folder"),
-        (("matrix", "report", "--results", str(a_folder), "--docs", str(a_folder)), "a folder"),
-        (("matrix", "run", "x", "--results", str(a_file)), "not a folder"),
-        (("rebase", "demo-fix", "--to", "demo==2.0", "--into", str(a_file)), "not a folder"),
+        (("matrix", "report", "--results", str(a_folder), "-o", str(a_folder)), "a folder"),
+        (("matrix", "run", "x", "-o", str(a_file)), "not a folder"),
+        (("rebase", "demo-fix", "--target", "demo==2.0", "-o", str(a_file)), "not a folder"),
         (("sbom", "-o", str(tmp_path / ("x" * 300))), "File name too long"),
     ]
     before = demo.venv.snapshot()
     for args, why in cases:
         code, _, err = demo.run(*args)
         assert code == 2 and why in _one_line(err), (args, err)
-    code, _, err = demo.run("--patchset-dir", str(a_file), "diff", "demo", "--patchset", "p",
-                            "--id", "patch-1")  # fmt: skip
+    code, _, err = demo.run("diff", "demo", "--patchset", "p", "--id", "patch-1", "-o", str(a_file))
     assert code == 2 and "not a folder" in _one_line(err)
     assert a_file.read_text() == "keep me\n" and list(a_folder.iterdir()) == []
     assert demo.venv.snapshot() == before

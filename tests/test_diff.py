@@ -19,7 +19,8 @@ def _no_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _diff(demo: Demo, *args: str) -> tuple[int, str, str]:
-    return demo.run("diff", "demo", "--wheel-dir", str(demo.wheel.parent), *args)
+    where = ("--wheel-dir", str(demo.wheel.parent), "-o", str(demo.patchsets))
+    return demo.run("diff", "demo", *where, *args)
 
 
 def _state(demo: Demo, name: str) -> dict[str, str]:
@@ -98,8 +99,9 @@ def test_crlf_and_no_final_newline(
     patchsets = tmp_path / "patchsets"
     args = ["--python", venv.python, "--patchset-dir", str(patchsets)]
     code, _, err = run_cli(
-        capsys, "diff", "crlf", "--patchset", "w", "--id", "p-1", *args, "--wheel-dir", str(wheels)
-    )
+        capsys, "diff", "crlf", "--patchset", "w", "--id", "p-1", *args, "-o", str(patchsets),
+        "--wheel-dir", str(wheels),
+    )  # fmt: skip
     assert code == 0, err
     text = next((patchsets / "w/patches").glob("*.patch")).read_bytes()
     assert b"\\ No newline at end of file\n" in text
@@ -156,11 +158,10 @@ def test_a_cache_copy_edited_through_a_hardlink_is_not_trusted(
         fh.write(b"#")
     patchsets = tmp_path / "patchsets"
     args = ["--python", venv.python, "--patchset-dir", str(patchsets)]
-    code, _, err = run_cli(capsys, "diff", "demo", "--patchset", "x", "--id", "p-1", *args)
+    made = ("--patchset", "x", "--id", "p-1", "-o", str(patchsets))
+    code, _, err = run_cli(capsys, "diff", "demo", *made, *args)
     assert code == 1 and "does not match the wheel's RECORD" in err
     assert not (patchsets / "x").exists()
     # with the real wheel at hand the same edit works
-    code, _, err = run_cli(
-        capsys, "diff", "demo", "--patchset", "x", "--id", "p-1", *args, "--wheel-dir", str(wheels)
-    )
+    code, _, err = run_cli(capsys, "diff", "demo", *made, *args, "--wheel-dir", str(wheels))
     assert code == 0, err

@@ -3,13 +3,15 @@ replaced by a recorder (tests/test_fleet.py runs the real thing on a real cluste
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 from typing import Any
 
 import pytest
 
 from compatkit.cli.commands.fleet import render
 from compatkit.cli.output import Output
-from compatkit.errors import CompatkitError
 from compatkit.model.results import Action, PatchsetState
 from compatkit.ops import fleet_rollback
 from compatkit.ops.fleet import FleetResult, NodeAnswer, NodeReport, PatchsetOnNode
@@ -63,9 +65,14 @@ def settle(
 
 
 def report(result: FleetResult) -> tuple[str, list[str]]:
-    with pytest.raises(CompatkitError) as failed:
-        render(result, Output(json_mode=True))
-    return failed.value.message, failed.value.problems
+    """The failure's message and problems, from the --json document (exit 1, the nodes kept)."""
+    out, shown = Output(json_mode=True), io.StringIO()
+    with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(io.StringIO()):
+        code = render(result, out)
+        out.emit(code, "fleet")
+    doc = json.loads(shown.getvalue())
+    assert code == 1 and doc["ok"] is False and len(doc["nodes"]) == len(result.nodes)
+    return doc["error"], doc["problems"]
 
 
 def test_what_this_run_applied_is_reverted_newest_first(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -76,7 +76,7 @@ def test_a_patchset_package_is_listed_applied_and_verified(tmp_path: Path) -> No
     assert _run([*compatkit, "revert", "demo-team"], here)[0] == 0
     pip = [UV or "uv", "pip", "install", "-q", "--python", str(bin_ / "python")]
     subprocess.run([*pip, "pytest"], check=True)
-    code, out = _run([*compatkit, "prove", "demo-team", "--report", str(tmp_path / "r")], here)
+    code, out = _run([*compatkit, "prove", "demo-team", "-o", str(tmp_path / "r")], here)
     assert code == 0, out
     rows = json.loads((tmp_path / "r" / "demo-team.json").read_text())
     assert [(r["unpatched"], r["without"], r["patched"]) for r in rows] == [

@@ -273,7 +273,8 @@ def test_a_line_printed_under_a_bar_stays_on_its_own_stream(
 
 def test_a_throwaway_venv_reports_its_two_steps(demo: Demo, tmp_path: Path) -> None:
     counted = Counted()
-    env = throwaway_env([str(demo.wheel)], tmp_path / "throwaway", counted)
+    wheels = WheelSource(reporter=counted)  # where wheels come from carries the reporter
+    env = throwaway_env([str(demo.wheel)], tmp_path / "throwaway", wheels)
     assert env.require("demo").version == "1.0"
     [task] = counted.tasks
     assert task.what == ["creating a throw-away venv", f"installing {demo.wheel}"]
@@ -313,10 +314,10 @@ def test_diff_draws_its_read_of_the_distribution_on_a_terminal(demo: Demo, tmp_p
     env = _env(COMPATKIT_CACHE_DIR=str(tmp_path / "cache"), COMPATKIT_NO_INDEX="1")
     args = ["diff", "demo", "--wheel-dir", wheels, "--id", "patch-1", "--patchset"]
     _edit(demo.venv.site / "demo" / "greet.py", "'hello '", "'good day '")
-    code, seen = _on_terminal(demo.command(*args, "on-terminal"), env)
+    code, seen = _on_terminal(demo.command(*args, "on-terminal", "-o", f"{tmp_path}/t"), env)
     assert code == 0, seen
     assert b"reading demo 1.0" in seen and "━".encode() in seen
     _edit(demo.venv.site / "demo" / "util.py", "line3 = 3", "line3 = 33")
-    done = _in_pipe(demo.command(*args, "in-a-pipe"), env)
+    done = _in_pipe(demo.command(*args, "in-a-pipe", "-o", f"{tmp_path}/p"), env)
     assert done.returncode == 0, done.stderr
     assert b"reading" not in done.stdout + done.stderr and b"\x1b" not in done.stdout

@@ -79,7 +79,7 @@ def test_each_patch_is_classified_and_conflicts_are_written(
         patches={"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL, "0003.patch": PATCH_WHO},
     )
     old_files = {p: p.read_bytes() for p in old.rglob("*") if p.is_file()}
-    code, out, err = rebase(capsys, base, wheels, "demo-fix", "--to", "demo==1.1", "--json")
+    code, out, err = rebase(capsys, base, wheels, "demo-fix", "--target", "demo==1.1", "--json")
     assert code == 1
     doc = json.loads(out)
     assert {p["id"]: p["status"] for p in doc["patches"]} == {
@@ -109,7 +109,8 @@ def test_a_clean_rebase_applies_to_the_new_version(
 ) -> None:
     base = tmp_path / "ps"
     write_patchset(base, patches={"0002.patch": PATCH_UTIL, "0004.patch": PATCH_WIN})
-    code, out, err = rebase(capsys, base, wheels, "demo-fix", "--to", "demo==1.1", "--name", "v11")
+    to_v11 = ("demo-fix", "--target", "demo==1.1", "--name", "v11")
+    code, out, err = rebase(capsys, base, wheels, *to_v11)
     assert code == 0, err
     assert "patch-2" in out and "offset" in out
     ps = load_patchset(base / "v11")
@@ -145,7 +146,7 @@ def test_merge_rewrites_a_patch_whose_context_changed(
     monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
     base = tmp_path / "ps"
     write_patchset(base, patches={"0001.patch": patch})
-    code, out, err = rebase(capsys, base, folder, "demo-fix", "--to", "demo==2.0", "--json")
+    code, out, err = rebase(capsys, base, folder, "demo-fix", "--target", "demo==2.0", "--json")
     assert code == 0, err
     (result,) = json.loads(out)["patches"]
     assert result["status"] == "clean" and "three-way merge" in result["detail"]
@@ -157,8 +158,8 @@ def test_bad_target_is_a_usage_error(
     tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_patchset(tmp_path / "ps")
-    code, _, err = rebase(capsys, tmp_path / "ps", wheels, "demo-fix", "--to", "other==1.1")
-    assert code == 2 and "--to must be demo==VERSION" in err
+    code, _, err = rebase(capsys, tmp_path / "ps", wheels, "demo-fix", "--target", "other==1.1")
+    assert code == 2 and "--target must be demo==VERSION" in err
 
 
 @pytest.mark.real
@@ -171,9 +172,9 @@ def test_real_speculators_rebase_to_0_4_0(
         capsys,
         "rebase",
         "speculators-vllm016",
-        "--to",
+        "--target",
         "speculators==0.4.0",
-        "--into",
+        "-o",
         str(tmp_path),
         "--json",
     )

@@ -47,7 +47,7 @@ def test_smoke_reports_per_patch_and_exit_code(demo: Demo) -> None:
 def test_prove_demo_patchset(demo: Demo, tmp_path: Path) -> None:
     _add_pytest(demo)
     before = demo.venv.snapshot()
-    code, _, err = demo.run("prove", "demo-fix", "--report", str(tmp_path / "r"))
+    code, _, err = demo.run("prove", "demo-fix", "-o", str(tmp_path / "r"))
     assert code == 0, err
     rows = json.loads((tmp_path / "r" / "demo-fix.json").read_text())
     assert [(r["unpatched"], r["without"], r["patched"]) for r in rows] == [
@@ -67,7 +67,7 @@ def test_prove_catches_a_smoke_test_that_cannot_fail(demo: Demo) -> None:
 @pytest.mark.slow
 def test_upstream_classifies_by_smoke_test_and_by_diff(demo: Demo) -> None:
     _add_pytest(demo)
-    code, out, err = demo.run("upstream", "demo-fix", "--against", "demo==1.0", "--json")
+    code, out, err = demo.run("upstream", "demo-fix", "--target", "demo==1.0", "--json")
     assert code == 0, err
     verdicts = {p["id"]: (p["state"], p["textual"]) for p in json.loads(out)["patches"]}
     assert verdicts == {
@@ -79,12 +79,12 @@ def test_upstream_classifies_by_smoke_test_and_by_diff(demo: Demo) -> None:
     greet.write_text(greet.read_text().replace("'hello '", "'hi '"))
     util = demo.venv.site / "demo/util.py"
     util.write_text(util.read_text().replace("line20 = 20\n", "line20 = 20  # still wrong\n"))
-    code, out, _ = demo.run("upstream", "demo-fix", "--against", "demo==1.0", "--json")
+    code, out, _ = demo.run("upstream", "demo-fix", "--target", "demo==1.0", "--json")
     verdicts = {p["id"]: (p["state"], p["textual"]) for p in json.loads(out)["patches"]}
     assert verdicts["patch-1"] == ("upstream", "its change is already present")
     assert verdicts["patch-2"][0] == "needs port"
     assert verdicts["patch-2"][1].startswith("conflict")
-    code, _, err = demo.run("upstream", "demo-fix", "--against", "other==1.0")
+    code, _, err = demo.run("upstream", "demo-fix", "--target", "other==1.0")
     assert code == 2 and "targets demo" in err
 
 
@@ -154,7 +154,7 @@ def test_smoke_from_plus_its_own_smoke_folder(demo: Demo, tmp_path: Path) -> Non
     code, out, err = demo.run("lint", "demo-again", "--offline")
     assert code == 0 and "smoke" not in out + err, out + err
     # rebase: one smoke/ holding both folders' files
-    code, _, err = demo.run("rebase", "demo-again", "--to", "demo==1.0", "--into", str(tmp_path))
+    code, _, err = demo.run("rebase", "demo-again", "--target", "demo==1.0", "-o", str(tmp_path))
     merged = {f.name for f in (tmp_path / "demo-again-1.0" / "smoke").iterdir()}
     assert {"conftest.py", "test_patch_1.py", "test_own_2.py"} <= merged, (merged, err)
     # the same file name in both folders: one-line errors
@@ -211,7 +211,7 @@ def test_prove_checks_smoke_needs_both_ways(demo: Demo, tmp_path: Path) -> None:
     header = util.read_text()
     (root / "smoke" / "test_patch_2.py").write_text(NEEDS_GREET)
     before = demo.venv.snapshot()
-    code, out, err = demo.run("prove", "demo-fix", "--report", str(tmp_path / "r"))
+    code, out, err = demo.run("prove", "demo-fix", "-o", str(tmp_path / "r"))
     assert code == 1 and err.count("\n") == 1, err
     assert "Smoke-Needs does not name: patch-2 (patch-1)" in err, err
     assert "patch-2: its smoke test also fails without patch-1" in out, out

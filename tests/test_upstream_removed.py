@@ -45,7 +45,7 @@ def test_removed_upstream_with_the_real_error(demo: Demo, tmp_path: Path) -> Non
     _add_pytest(demo.venv.python)
     _needs_patch_2(demo)
     demo.venv.install(build_wheel(tmp_path, "demo", "2.0", DEMO_2), "uv", "--reinstall")
-    code, out, err = demo.run("--json", "upstream", "demo-fix", "--against", "demo==2.0")
+    code, out, err = demo.run("--json", "upstream", "demo-fix", "--target", "demo==2.0")
     assert code == 0, err
     got = {p["id"]: p for p in json.loads(out)["patches"]}
     one, two = got["patch-1"], got["patch-2"]
@@ -56,7 +56,7 @@ def test_removed_upstream_with_the_real_error(demo: Demo, tmp_path: Path) -> Non
     # demo/util.py is still there but its lines changed: that one needs a port
     assert (two["state"], two["smoke"]) == ("needs port", "fail")
     assert two["textual"].startswith("conflict")
-    code, out, _ = demo.run("upstream", "demo-fix", "--against", "demo==2.0")
+    code, out, _ = demo.run("upstream", "demo-fix", "--target", "demo==2.0")
     assert "1/2 patches are removed upstream in demo 2.0: patch-1 can retire" in out
 
 
@@ -79,10 +79,10 @@ def test_throwaway_env_installs_the_release_not_the_patchset_requirements(
     patches = {"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL}
     write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", ["cklib<2"], distribution="ckdemo")
     args = ("--json", "--patchset-dir", str(demo.patchsets), "upstream", "ck-fix")
-    code, out, err = run_cli(demo.capsys, *args, "--against", "ckdemo==2.0")  # no --python
+    code, out, err = run_cli(demo.capsys, *args, "--target", "ckdemo==2.0")  # no --python
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["against"] == "ckdemo==2.0"
+    assert doc["target"] == "ckdemo==2.0"
     assert doc["unmet_requirements"] == ["needs cklib<2, found cklib 2.0"]
     assert [p["state"] for p in doc["patches"]] == ["removed upstream", "needs port"]
 
@@ -91,7 +91,7 @@ def test_a_resolver_conflict_is_one_line_naming_the_pair(demo: Demo, local_index
     patches = {"0001.patch": PATCH_GREET}
     write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", distribution="ckdemo")
     args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix")
-    code, _out, err = run_cli(demo.capsys, *args, "--against", "ckdemo==2.0", "--with", "cklib<2")
+    code, _out, err = run_cli(demo.capsys, *args, "--target", "ckdemo==2.0", "--with", "cklib<2")
     assert code == 1
     assert err.count("\n") == 1 and err.startswith("compatkit: error: cannot install ")
     assert "Because" in err and "ckdemo==2.0" in err and "cklib" in err
@@ -125,17 +125,17 @@ def test_against_newest_picks_the_newest_final_release(
 def test_upstream_against_the_newest_release(
     demo: Demo, local_index: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--against ckdemo==latest`` installs and checks ckdemo 2.0, and says which it took."""
+    """``--target ckdemo==latest`` installs and checks ckdemo 2.0, and says which it took."""
     build_wheel(local_index, "ckdemo", "3.0rc1", DEMO_2, ("cklib>=2",))
     monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")  # versions from the local folder only
     monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(local_index))
     patches = {"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL}
     write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", distribution="ckdemo")
-    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--against")
+    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--target")
     code, out, err = run_cli(demo.capsys, "--json", *args, "ckdemo==latest")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["against"] == "ckdemo==2.0"
+    assert doc["target"] == "ckdemo==2.0"
     assert [p["state"] for p in doc["patches"]] == ["removed upstream", "needs port"]
     code, out, err = run_cli(demo.capsys, *args, "ckdemo")
     assert code == 0, err
@@ -144,11 +144,11 @@ def test_upstream_against_the_newest_release(
 
 def test_against_latest_bad_input_is_one_line(demo: Demo, local_index: Path) -> None:
     write_patchset(demo.patchsets, "ck-fix", {"0001.patch": PATCH_GREET}, distribution="ckdemo")
-    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--against")
+    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--target")
     for against, code, why in (
-        ("cklib==latest", 2, "--against names cklib, but ck-fix targets ckdemo"),
+        ("cklib==latest", 2, "--target names cklib, but ck-fix targets ckdemo"),
         ("ckdemo>=1,==latest", 2, "'latest' takes a bare distribution name"),
-        ("ckdemo==", 2, "--against 'ckdemo=='"),
+        ("ckdemo==", 2, "--target 'ckdemo=='"),
     ):
         got, _out, err = run_cli(demo.capsys, *args, against)
         assert got == code and why in err and err.count("\n") == 1, err
@@ -160,7 +160,25 @@ def test_against_latest_with_no_release_found(
     monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
     monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(tmp_path / "empty"))
     write_patchset(demo.patchsets, "ck-fix", {"0001.patch": PATCH_GREET}, distribution="ckdemo")
-    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--against", "ckdemo")
+    args = ("--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--target", "ckdemo")
     code, _out, err = run_cli(demo.capsys, *args)
     assert code == 1
     assert err == "compatkit: error: no release of ckdemo found in the wheel directories\n"
+
+
+@pytest.mark.slow
+def test_upstream_takes_its_wheels_from_wheel_dir_offline(
+    demo: Demo, local_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--wheel-dir DIR --offline``: the newest release is found in DIR, and the throw-away
+    environment installs from DIR (and uv's cache), never from the index (issue 35, item 6)."""
+    monkeypatch.delenv("UV_FIND_LINKS")  # only --wheel-dir says where ckdemo and cklib are
+    patches = {"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL}
+    write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", distribution="ckdemo")
+    args = ("--json", "--patchset-dir", str(demo.patchsets), "upstream", "ck-fix")
+    where = ("--target", "ckdemo", "--offline", "--wheel-dir", str(local_index))
+    code, out, err = run_cli(demo.capsys, *args, *where)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"] == "ckdemo==2.0"
+    assert [p["state"] for p in doc["patches"]] == ["removed upstream", "needs port"]

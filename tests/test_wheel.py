@@ -304,7 +304,7 @@ def test_the_lockfile_pins_the_patched_wheel_and_refuses_another(
     assert here.run("verify")[0] == 0, "the project's [tool.compatkit] set, built in"
     before = venv.snapshot()
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # other bytes, the same name
-    code, _, err = demo.run("wheel", "demo-fix", "-o", str(root / "wheels"), "--force",
+    code, _, err = demo.run("wheel", "demo-fix", "-o", str(root / "wheels"), "--overwrite",
                             "--wheel-dir", str(demo.wheel.parent))  # fmt: skip
     assert code == 0 and hashlib.sha256(whl.read_bytes()).hexdigest() != digest, err
     run = _uv(root, "sync", "--locked", "--reinstall")

@@ -159,7 +159,7 @@ def test_a_non_zip_candidate_is_skipped_with_a_note(demo: Demo, tmp_path: Path) 
     refused(demo, tmp_path, junk / demo.wheel.name)
 
 
-def test_an_existing_output_is_replaced_only_with_force(demo: Demo, tmp_path: Path) -> None:
+def test_an_existing_output_is_replaced_only_with_overwrite(demo: Demo, tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ["wheel", "demo-fix", "-o", str(out), "--wheel-dir", str(demo.wheel.parent)]
     assert demo.run(*args)[0] == 0
@@ -168,9 +168,9 @@ def test_an_existing_output_is_replaced_only_with_force(demo: Demo, tmp_path: Pa
     assert demo.run(*args)[0] == 0 and whl.read_bytes() == good, "the same bytes: unchanged"
     whl.write_bytes(b"someone else's wheel\n")
     code, _, err = demo.run(*args)
-    assert code == 1 and f"{whl} exists with other bytes: pass --force" in err
+    assert code == 1 and f"{whl} exists with other bytes: pass --overwrite" in err
     assert whl.read_bytes() == b"someone else's wheel\n"
-    code, stdout, err = demo.run(*args, "--force")
+    code, stdout, err = demo.run(*args, "--overwrite")
     assert code == 0 and f"built {whl}" in stdout and whl.read_bytes() == good
 
 

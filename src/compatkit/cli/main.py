@@ -56,12 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Output(json_mode=args.json)
     try:
         code = _run(args, out)
-    except CompatkitError as exc:
+    except CompatkitError as exc:  # the error's own document, not the command's
+        from compatkit.cli.output import error
+
         code = exc.exit_code
-        out.doc.update(ok=False, error=exc.message, problems=exc.problems)
-        print(f"compatkit: error: {exc.message}", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  - {problem}", file=sys.stderr)
+        out = Output(json_mode=args.json)
+        out.result({"ok": False, "error": exc.message, "problems": exc.problems})
+        error(exc.message, exc.problems)
     except KeyboardInterrupt:
         print("compatkit: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -98,7 +99,7 @@ def _parse(arguments: list[str]) -> Any:
             from compatkit.cli.output import Output
 
             out = Output(json_mode=True)
-            out.result({"ok": False, "error": exc.message})
+            out.result({"ok": False, "error": exc.message, "problems": []})
             out.emit(EXIT_USAGE, exc.command)
         raise  # SystemExit(2), as argparse itself exits
     return EXIT_USAGE if args is None else args

@@ -3,6 +3,12 @@
 rich is imported only when stdout is a terminal: hooks and CI jobs, which read compatkit
 through a pipe, get aligned plain text and do not pay rich's import time (benchmark P1).
 
+A command gives its ``--json`` document once, from its result (:meth:`Output.result`); the
+document is the command's own, never a dict other code writes into. An error raised out of a
+command is its own document, made by compatkit.cli.main (``ok`` false, ``error``,
+``problems``); a failure that is the command's result (a lint problem, a patch not proven) is
+:meth:`Output.fail`: the result's document with ``ok`` false, ``error`` and ``problems``.
+
 >>> out = Output(json_mode=True)
 >>> out.result({"ok": True})
 >>> out.line("hidden in JSON mode")
@@ -16,6 +22,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from compatkit.errors import EXIT_FAILED
+
 if TYPE_CHECKING:
     from typing import Any
 
@@ -23,7 +31,7 @@ if TYPE_CHECKING:
 class Output:
     def __init__(self, json_mode: bool = False) -> None:
         self.json_mode = json_mode
-        self.doc: dict[str, Any] = {}
+        self._doc: dict[str, Any] | None = None
         self._console: Any = None
         self.rich = not json_mode and sys.stdout.isatty()
 
@@ -39,8 +47,24 @@ class Output:
         return self._console
 
     def result(self, doc: dict[str, Any]) -> None:
-        """The command's ``--json`` document, from its result (set once, by the command)."""
-        self.doc = dict(doc)
+        """The command's ``--json`` document, from its result: given once, by the command."""
+        if self._doc is not None:
+            raise RuntimeError("a command gives its --json document once")
+        self._doc = dict(doc)
+
+    def fail(
+        self,
+        doc: dict[str, Any],
+        message: str,
+        problems: Sequence[str] = (),
+        code: int = EXIT_FAILED,
+    ) -> int:
+        """A failure that is the command's result: ``doc`` with ``ok`` false, ``error`` and
+        ``problems`` is the document, ``message`` and ``problems`` go to stderr as an
+        error's do; returns the exit code (1: the failure was found, not a usage error)."""
+        self.result({**doc, "ok": False, "error": message, "problems": list(problems)})
+        error(message, problems)
+        return code
 
     def line(self, text: str, style: str | None = None) -> None:
         if self.json_mode:
@@ -83,12 +107,20 @@ class Output:
             self.console.print(obj)
 
     def emit(self, code: int = 0, command: str | None = None) -> None:
-        """With --json, print the envelope: ``ok``, ``command``, then the command's payload
-        (keys sorted). ``ok`` is false when the exit code is not 0, whatever the payload says."""
+        """With --json, print the envelope: ``ok``, ``command``, then the command's document
+        (keys sorted). ``ok`` is false when the exit code is not 0, whatever the document says."""
         if self.json_mode:
             import json  # only here: the commands run without --json never need it
 
-            print(json.dumps(envelope(self.doc, code, command), indent=2, default=str))
+            doc = envelope(self._doc or {}, code, command)
+            print(json.dumps(doc, indent=2, default=str))
+
+
+def error(message: str, problems: Sequence[str] = ()) -> None:
+    """An error on stderr: ``compatkit: error: MESSAGE``, then one indented line a problem."""
+    print(f"compatkit: error: {message}", file=sys.stderr)
+    for problem in problems:
+        print(f"  - {problem}", file=sys.stderr)
 
 
 def envelope(payload: dict[str, Any], code: int, command: str | None) -> dict[str, Any]:

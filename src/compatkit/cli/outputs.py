@@ -1,4 +1,4 @@
-"""Where a command writes what the user asked for (``-o``, ``--report``, ``--docs``, ...):
+"""Where a command writes what the user asked for (``-o``):
 checked before any work, so a file named where a folder is expected (or the other way round)
 is one usage line, not an internal error after a long run.
 

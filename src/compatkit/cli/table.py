@@ -60,7 +60,7 @@ def module(name: str) -> str:
 
 
 def dest(option: Option) -> str:
-    """The attribute the option sets: ``dest``, else its last flag (``--out-dir``: out_dir)."""
+    """The attribute the option sets: ``dest``, else its last flag (``--wheel-dir``: wheel_dir)."""
     return option.get("dest") or option["flags"][-1].lstrip("-").replace("-", "_")
 
 
@@ -93,6 +93,11 @@ GLOBALS: tuple[Option, ...] = (
 # before the command name only
 TOP: tuple[Option, ...] = ({"flags": ("--version",), "kind": "version"},)
 _PATCHSET: Option = {"flags": ("patchset",), "kind": "positional"}
+_OFFLINE: Option = {
+    "flags": ("--offline",),
+    "kind": "flag",
+    "help": "never download a wheel: only --wheel-dir's and the cache's",
+}
 _WHEEL_DIR: Option = {
     "flags": ("--wheel-dir",),
     "kind": "repeat",
@@ -229,7 +234,7 @@ COMMANDS: dict[str, Command] = {
         "options": (
             _PATCHSET,
             {
-                "flags": ("--against",),
+                "flags": ("--target",),
                 "kind": "value",
                 "required": True,
                 "metavar": "DIST==VERSION",
@@ -248,6 +253,8 @@ COMMANDS: dict[str, Command] = {
                     "--python)"
                 ),
             },
+            _OFFLINE,
+            _WHEEL_DIR,
         ),
     },
     "constraints": {
@@ -272,17 +279,24 @@ COMMANDS: dict[str, Command] = {
                 "help": "the matrix file",
             },
             {
+                "flags": ("-o", "--output"),
+                "kind": "value",
+                "type": "path",
+                "metavar": "PATH",
+                "help": (
+                    "run: the folder the cell's result goes to (default: build/matrix); "
+                    "report: also write the Markdown to this file"
+                ),
+            },
+            {
                 "flags": ("--results",),
                 "kind": "value",
                 "type": "path",
-                "default": "build/matrix",
-                "help": "where cell results go (and the report is built from)",
-            },
-            {
-                "flags": ("--docs",),
-                "kind": "value",
-                "type": "path",
-                "help": "report: also write the Markdown here",
+                "metavar": "DIR",
+                "help": (
+                    "report: the folder of cell results to read, where report.md and "
+                    "report.json go (default: build/matrix)"
+                ),
             },
         ),
     },
@@ -291,11 +305,11 @@ COMMANDS: dict[str, Command] = {
         "options": (
             _PATCHSET,
             {
-                "flags": ("--report",),
+                "flags": ("-o", "--output"),
                 "kind": "value",
                 "type": "path",
                 "metavar": "DIR",
-                "help": "write the table as JSON and Markdown",
+                "help": "write the table as JSON and Markdown in DIR (PATCHSET.json, PATCHSET.md)",
             },
         ),
     },
@@ -323,6 +337,17 @@ COMMANDS: dict[str, Command] = {
                 "metavar": "TEXT",
                 "help": "the new patch's one-line title",
             },
+            {
+                "flags": ("-o", "--output"),
+                "kind": "value",
+                "type": "path",
+                "metavar": "DIR",
+                "help": (
+                    "the folder a new patchset is written in, also searched (default: "
+                    "patchsets; an existing patchset stays where it is)"
+                ),
+            },
+            _OFFLINE,
             _WHEEL_DIR,
         ),
     },
@@ -344,11 +369,11 @@ COMMANDS: dict[str, Command] = {
         "options": (
             _PATCHSET,
             {
-                "flags": ("--to",),
+                "flags": ("--target",),
                 "kind": "value",
                 "required": True,
                 "metavar": "DIST==VERSION",
-                "help": "the new target",
+                "help": "the new target release",
             },
             {
                 "flags": ("--name",),
@@ -357,12 +382,16 @@ COMMANDS: dict[str, Command] = {
                 "help": "the new patchset's name (default: NAME-VERSION)",
             },
             {
-                "flags": ("--into",),
+                "flags": ("-o", "--output"),
                 "kind": "value",
                 "type": "path",
                 "metavar": "DIR",
-                "help": "where to write it",
+                "help": (
+                    "the folder to write it in (default: beside the old patchset; patchsets "
+                    "for a bundled one)"
+                ),
             },
+            _OFFLINE,
             _WHEEL_DIR,
         ),
     },
@@ -371,14 +400,14 @@ COMMANDS: dict[str, Command] = {
         "options": (
             _PATCHSET,
             {
-                "flags": ("-o", "--out-dir"),
+                "flags": ("-o", "--output"),
                 "kind": "value",
                 "type": "path",
                 "default": "dist",
                 "metavar": "DIR",
-                "help": "default: dist",
+                "help": "the folder the wheel goes to (default: dist)",
             },
-            {"flags": ("--offline",), "kind": "flag", "help": "never download the pristine wheel"},
+            _OFFLINE,
             {
                 "flags": ("--sha256",),
                 "kind": "value",
@@ -389,9 +418,9 @@ COMMANDS: dict[str, Command] = {
                 ),
             },
             {
-                "flags": ("--force",),
+                "flags": ("--overwrite",),
                 "kind": "flag",
-                "help": "replace an output wheel that has other bytes",
+                "help": "replace an output wheel of the same name that has other bytes",
             },
             _WHEEL_DIR,
         ),

@@ -188,7 +188,7 @@ class DiffResult(Value):
 
 
 def make_dir(path: Path) -> None:
-    """The ``--patchset-dir`` diff writes into, made before the registry reads it."""
+    """The folder ``diff -o`` writes into, made before the registry reads it."""
     path.mkdir(parents=True, exist_ok=True)
 
 

@@ -78,6 +78,41 @@ class FleetResult:
     def ok(self) -> bool:
         return bool(self.nodes) and all(n.ok for n in self.nodes)
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "action": self.verb,
+            "address": self.address,
+            "nodes": [_node_doc(n) for n in self.nodes],
+            "dead_before": self.dead_before,
+            "rolled_back": self.rolled_back,
+        }
+
+
+def _node_doc(node: NodeReport) -> dict[str, Any]:
+    answer = node.answer
+    return {
+        "node_id": node.node_id,
+        "address": node.address,
+        "ok": node.ok,
+        "failure": node.failure,
+        "end_state": node.end,
+        "python": answer.python if answer else None,
+        "patchsets": [
+            {
+                "name": ps.name,
+                "state": ps.summary or None,
+                "action": ps.action,
+                "ok": ps.ok,
+                "problems": ps.problems,
+                "patches": [
+                    {"id": p.id, "status": p.status, "detail": p.detail} for p in ps.patches
+                ],
+            }
+            for ps in (answer.patchsets if answer else [])
+        ],
+    }
+
 
 def node_run(
     verb: str, names: list[str], dirs: list[str], python: str | None, force: bool = False

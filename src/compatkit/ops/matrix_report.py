@@ -126,14 +126,15 @@ class Report(Value):
         return {"ok": ok, "cells": [c["cell"] for c in self.cells], "rows": self.rows}
 
 
-def report(folder: Path, docs: Path | None, order: list[str] | None = None) -> Report:
-    """Write report.md/report.json in ``folder`` (cells in ``order``), and ``docs`` if given."""
+def report(folder: Path, output: Path | None, order: list[str] | None = None) -> Report:
+    """Write report.md/report.json in ``folder`` (cells in ``order``), and the Markdown to
+    ``output`` (``-o``) if given."""
     cells = _load(folder, order or [])
     columns, rows = _rows(cells)
     text = _markdown(cells, columns, rows)
     atomic.write_text(folder / "report.md", text)
     atomic.write_text(folder / "report.json", json.dumps({"cells": cells}, indent=2) + "\n")
-    if docs is not None:
-        docs.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(docs, text)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(output, text)
     return Report(cells, columns, rows)

@@ -147,14 +147,14 @@ def prove(
     registry: Registry,
     env: Environment,
     name: str,
-    report: Path | None,
+    output: Path | None,
     progress: Callable[[str], None],
 ) -> ProveResult:
-    """:func:`prove_patchset`, and with ``report`` the table written there as
+    """:func:`prove_patchset`, and with ``output`` (``-o``) the table written there as
     ``<name>.json`` and ``<name>.md``."""
     result = ProveResult(name, prove_patchset(registry, env, name, progress))
-    if report is not None:
-        _write_report(report, result)
+    if output is not None:
+        _write_report(output, result)
     return result
 
 

@@ -1,4 +1,4 @@
-"""Rebase a patchset (``compatkit rebase PATCHSET --to DIST==VERSION``): a new patchset for a
+"""Rebase a patchset (``compatkit rebase PATCHSET --target DIST==VERSION``): a new patchset for a
 new upstream version.
 
 The old patchset stays as it is. The new one (``NAME-VERSION`` unless ``--name``) targets
@@ -26,14 +26,14 @@ from compatkit.model.results import PortState
 from compatkit.value import Value
 
 
-def _new_version(ps: Patchset, to: str) -> str:
+def _new_version(ps: Patchset, target: str) -> str:
     try:
-        req = Requirement(to)
+        req = Requirement(target)
     except InvalidRequirement as exc:
-        raise UsageError(f"--to {to!r}: {exc}") from None
+        raise UsageError(f"--target {target!r}: {exc}") from None
     pins = [s.version for s in req.specifier if s.operator == "==" and "*" not in s.version]
     if canonicalize_name(req.name) != ps.distribution or len(pins) != 1:
-        raise UsageError(f"--to must be {ps.distribution}==VERSION, not {to!r}")
+        raise UsageError(f"--target must be {ps.distribution}==VERSION, not {target!r}")
     return pins[0]
 
 
@@ -156,21 +156,21 @@ class RebaseResult(Value):
 def rebase(
     registry: Registry,
     name: str,
-    to: str,
+    target: str,
     new_name: str | None,
-    into: Path | None,
+    output: Path | None,
     wheels: WheelSource,
 ) -> RebaseResult:
-    """Port every patch of ``name`` to ``to`` and write the new patchset (conflicts included:
+    """Port every patch of ``name`` to ``target`` and write the new patchset (conflicts included:
     the result says which patches need a hand)."""
     ps = registry.get(name)
-    new_ver = _new_version(ps, to)
+    new_ver = _new_version(ps, target)
     old_ver = _old_version(ps, wheels)
     new_name = new_name or f"{ps.name}-{new_ver}"
-    base = into or (Path("patchsets") if ps.root.parent in bundled_dirs() else ps.root.parent)
+    base = output or (Path("patchsets") if ps.root.parent in bundled_dirs() else ps.root.parent)
     dest = base / new_name
     if dest.exists():
-        raise UsageError(f"{dest} already exists; pass --name or --into")
+        raise UsageError(f"{dest} already exists; pass --name or -o")
     paths = sorted({fd.path for p in ps.patches for fd in p.files})
     old = pristine(wheels, ps.distribution, old_ver, paths)
     new = pristine(wheels, ps.distribution, new_ver, paths)

@@ -72,6 +72,23 @@ def child_environ(root: Path, base: dict[str, str] | None = None) -> dict[str, s
     return environ
 
 
+class ExecResult(Value):
+    """``compatkit exec``'s result: the patchsets, the runtime directory, COMMAND's exit code."""
+
+    __slots__ = ("patchsets", "root", "returncode")
+
+    def __init__(self, patchsets: list[str], root: Path, returncode: int) -> None:
+        self.patchsets, self.root, self.returncode = patchsets, root, returncode
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": self.returncode == 0,
+            "patchsets": self.patchsets,
+            "runtime": str(self.root),
+            "returncode": self.returncode,
+        }
+
+
 class Installed(Value):
     __slots__ = ("root", "patchsets", "pth")
 

@@ -17,6 +17,7 @@ from compatkit.env.target import Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.results import SmokeState
+from compatkit.value import Value
 
 
 def select(ps: Patchset, ids: list[str]) -> list[Patch]:
@@ -73,6 +74,44 @@ class SmokeResult:
     reason: str = ""  # the first failure's message, one line
     blocked_by: tuple[str, ...] = ()  # Smoke-Needs patches not applied here (see run_smoke)
     error: str = ""  # the test's own first failure, one line (reason may wrap it: blocked)
+
+
+class SmokeRun(Value):
+    """``compatkit smoke``'s result: each selected patch's :class:`SmokeResult`, which
+    patches are applied here, pytest's exit code."""
+
+    __slots__ = ("patchset", "applied", "pytest_exit", "results")
+
+    def __init__(
+        self, patchset: str, applied: list[str], pytest_exit: int, results: dict[str, SmokeResult]
+    ) -> None:
+        self.patchset, self.applied = patchset, applied
+        self.pytest_exit, self.results = pytest_exit, results
+
+    @property
+    def ok(self) -> bool:
+        verdicts = [r.verdict for r in self.results.values()]
+        return self.pytest_exit == 0 and all(v is SmokeState.PASS for v in verdicts)
+
+    def to_json(self) -> dict[str, object]:
+        patches = [
+            {
+                "id": pid,
+                "applied": pid in self.applied,
+                "result": r.verdict,
+                "tests": r.tests,
+                "reason": r.reason,
+                "blocked_by": list(r.blocked_by),
+            }
+            for pid, r in self.results.items()
+        ]
+        return {
+            "ok": self.ok,
+            "patchset": self.patchset,
+            "applied": self.applied,
+            "pytest_exit": self.pytest_exit,
+            "patches": patches,
+        }
 
 
 def _outcomes(junit: Path) -> dict[str, list[tuple[str, str]]]:

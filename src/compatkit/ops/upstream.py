@@ -22,6 +22,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +36,10 @@ from compatkit.env.checks import requirement_problems, target_problem, textual_s
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.patchset import Patch, Patchset
-from compatkit.model.progress import NONE, Reporter
+from compatkit.model.progress import NONE
 from compatkit.model.results import DiffState, SmokeState, UpstreamState
 from compatkit.ops.smoke import require_pytest, run_smoke, select
+from compatkit.value import Value
 
 
 @dataclass(frozen=True)
@@ -87,9 +90,9 @@ def against_newest(against: str, source: WheelSource | None = None) -> Requireme
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        raise UsageError(f"--against {against!r}: {str(exc).splitlines()[0]}") from None
+        raise UsageError(f"--target {against!r}: {str(exc).splitlines()[0]}") from None
     if req.url or (latest and req.specifier):
-        raise UsageError(f"--against {against!r}: 'latest' takes a bare distribution name")
+        raise UsageError(f"--target {against!r}: 'latest' takes a bare distribution name")
     if req.specifier:
         return req
     src = source or WheelSource.configure()
@@ -128,18 +131,27 @@ def install_error(stderr: str) -> str:
     return (stderr.strip().splitlines() or ["install failed"])[-1].strip()
 
 
-def throwaway_env(packages: list[str], folder: Path, reporter: Reporter = NONE) -> Environment:
-    """A new venv in ``folder`` with ``packages`` installed; ``reporter``: its two steps,
-    the venv and the install (each one command: no total of its own)."""
+def throwaway_env(
+    packages: list[str], folder: Path, wheels: WheelSource | None = None
+) -> Environment:
+    """A new venv in ``folder`` with ``packages`` installed (from ``wheels``' folders first;
+    not from the index when it is off: ``--offline``). ``wheels``' reporter is told its two
+    steps, the venv and the install (each one command: no total of its own)."""
     uv = shutil.which("uv")
     python = folder / "bin" / "python"
+    links = [a for d in (wheels.wheel_dirs if wheels else ()) for a in ("--find-links", str(d))]
+    offline = wheels is not None and not wheels.index
+    reporter = wheels.reporter if wheels is not None else NONE
     with reporter.task("creating a throw-away venv", total=2) as task:
         if uv:
             subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(folder)], check=True)
-            cmd = [uv, "pip", "install", "-q", "--python", str(python), *packages]
+            cmd = [uv, "pip", "install", "-q", "--python", str(python), *links]
+            cmd += ["--offline"] if offline else []
         else:
             subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
-            cmd = [str(python), "-m", "pip", "install", "-q", *packages]
+            cmd = [str(python), "-m", "pip", "install", "-q", *links]
+            cmd += ["--no-index"] if offline else []
+        cmd += packages
         task.advance()
         task.describe(f"installing {' '.join(packages)}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -162,3 +174,55 @@ def check_release(
     mismatch = target_problem(ps, dist)  # an older target release: expected here
     unmet = [p for p in requirement_problems(ps, target, dist) if p != mismatch]
     return dist, unmet, classify(ps, target)
+
+
+class UpstreamResult(Value):
+    """``compatkit upstream``'s result: the release checked, the patchset's requirements it
+    does not meet (checked, never installed), each patch's verdict."""
+
+    __slots__ = ("patchset", "dist", "unmet", "verdicts")
+
+    def __init__(
+        self, patchset: str, dist: Dist, unmet: list[str], verdicts: list[Verdict]
+    ) -> None:
+        self.patchset, self.dist, self.unmet, self.verdicts = patchset, dist, unmet, verdicts
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": True,
+            "patchset": self.patchset,
+            "target": f"{self.dist.name}=={self.dist.version}",
+            "unmet_requirements": self.unmet,
+            "patches": [v.__dict__ for v in self.verdicts],
+        }
+
+
+def target_release(ps: Patchset, target: str, wheels: WheelSource) -> Requirement:
+    """``--target``'s release of ``ps``'s distribution (:func:`against_newest`)."""
+    try:
+        named = canonicalize_name(Requirement(target.split("==")[0]).name)
+    except InvalidRequirement as exc:
+        raise UsageError(f"--target {target!r}: {str(exc).splitlines()[0]}") from None
+    if named != ps.distribution:
+        raise UsageError(f"--target names {named}, but {ps.name} targets {ps.distribution}")
+    return against_newest(target, wheels)
+
+
+def upstream(
+    ps: Patchset,
+    env: Environment | None,
+    req: Requirement,
+    extra: list[str],
+    wheels: WheelSource,
+    progress: Callable[[str], None],
+) -> UpstreamResult:
+    """Classify ``ps`` against the release ``req``: in ``env`` (``--python``), else in a
+    throw-away venv with the release, its own dependencies, ``extra`` (``--with``) and pytest;
+    the patchset's requirements are checked against it afterwards, never installed beside it."""
+    with tempfile.TemporaryDirectory(prefix="compatkit-upstream-") as tmp:
+        if env is None:
+            packages = [str(req), *extra, "pytest"]
+            progress(f"building a throw-away environment: {' '.join(packages)}")
+            env = throwaway_env(packages, Path(tmp) / "venv", wheels)
+        dist, unmet, verdicts = check_release(ps, env, req)
+    return UpstreamResult(ps.name, dist, unmet, verdicts)

@@ -46,6 +46,7 @@ SBOM_NAME = "compatkit.cdx.json"
 
 class WheelResult(Value):
     __slots__ = (
+        "patchset",
         "path",
         "name",
         "version",
@@ -57,10 +58,12 @@ class WheelResult(Value):
         "sbom",
         "unchanged",
         "proof",
+        "notes",
     )
 
     def __init__(
         self,
+        patchset: str,
         path: Path,
         name: str,
         version: str,
@@ -72,10 +75,30 @@ class WheelResult(Value):
         sbom: str,  # the SBOM's path inside the wheel
         unchanged: bool,  # the same bytes were already there
         proof: str,  # what proved the source wheel the release
+        notes: list[str],  # where the pristine wheel came from (downloaded, skipped copies)
     ) -> None:
+        self.patchset, self.notes = patchset, notes
         self.path, self.name, self.version, self.base_version = path, name, version, base_version
         self.sha256, self.applied, self.files, self.source = sha256, applied, files, source
         self.sbom, self.unchanged, self.proof = sbom, unchanged, proof
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": True,
+            "patchset": self.patchset,
+            "wheel": str(self.path),
+            "distribution": self.name,
+            "version": self.version,
+            "base_version": self.base_version,
+            "sha256": self.sha256,
+            "applied": self.applied,
+            "files": self.files,
+            "source": self.source,
+            "proof": self.proof,
+            "sbom": self.sbom,
+            "unchanged": self.unchanged,
+            "notes": self.notes,
+        }
 
 
 class MemoryFiles:
@@ -237,10 +260,10 @@ def _sha_of(path: Path) -> str | None:
         raise CompatkitError(f"cannot read {path} ({exc.strerror})") from None
 
 
-def _write(path: Path, w: _Renamed, epoch: int, force: bool) -> tuple[bool, str]:
+def _write(path: Path, w: _Renamed, epoch: int, overwrite: bool) -> tuple[bool, str]:
     """Write the wheel through a temp file beside ``path`` (streamed: a file of the source
     wheel is copied in pieces); (True if the same bytes were already there, its sha256).
-    Other bytes under the same name are replaced only with ``force`` (a lockfile may pin the
+    Other bytes under the same name are replaced only with ``overwrite`` (a lockfile may pin the
     old ones). On any failure nothing is left: no temp file, no folder made for it."""
     made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -254,9 +277,9 @@ def _write(path: Path, w: _Renamed, epoch: int, force: bool) -> tuple[bool, str]
         if there == sha:
             os.unlink(tmp)
             return True, sha
-        if there is not None and not force:
+        if there is not None and not overwrite:
             raise CompatkitError(
-                f"{path} exists with other bytes: pass --force to replace it "
+                f"{path} exists with other bytes: pass --overwrite to replace it "
                 "(a lockfile that pins its hash will then refuse the new one)"
             )
         os.replace(tmp, path)
@@ -278,7 +301,7 @@ def build_wheel(
     out_dir: Path,
     src: WheelSource,
     sha256: str | None = None,
-    force: bool = False,
+    overwrite: bool = False,
 ) -> WheelResult:
     ps = registry.get(name)
     epoch = date_epoch()  # bad input is refused before anything is fetched or written
@@ -293,8 +316,9 @@ def build_wheel(
     w.files[record] = wheelfile.regenerate_record(w.files, record, list(w.files))
     wheel_meta = wheelfile.data_of(w.files[f"{w.info}/WHEEL"])
     path = out_dir / wheelfile.wheel_name(w.name, version, wheel_meta)
-    unchanged, sha = _write(path, w, epoch, force)
+    unchanged, sha = _write(path, w, epoch, overwrite)
     return WheelResult(
+        ps.name,
         path,
         w.name,
         version,
@@ -306,4 +330,5 @@ def build_wheel(
         sbom_path,
         unchanged,
         whole.proof,
+        list(src.notes),
     )

@@ -43,6 +43,20 @@ _KINDS = {
 }
 
 
+# where a path is completed: a folder, or a file (an option whose metavar is DIR: a folder, so
+# -o completes folders for wheel, prove, rebase, diff, and files for sbom and matrix)
+_PATHS = {
+    "patchset_dir": "directory",
+    "results": "directory",
+    "wheel_dir": "directory",
+    "runtimes": "directory",
+    "dir": "directory",
+    "output": "file",
+    "matrix": "file",
+    "config": "file",
+}
+
+
 def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     for action in parser._actions:
         yield action
@@ -59,19 +73,12 @@ def completion(parser: argparse.ArgumentParser, shell: str, out: Output | None =
         function = _KINDS.get(action.dest)
         if function:
             action.complete = {"bash": function, "zsh": function}  # type: ignore[attr-defined]
-        elif action.dest in (
-            "patchset_dir",
-            "results",
-            "report",
-            "matrix",
-            "docs",
-            "config",
-            "dir",
-        ):
-            action.complete = shtab.DIRECTORY if action.dest != "matrix" else shtab.FILE  # type: ignore[attr-defined]
+        elif action.dest in _PATHS:
+            folder = _PATHS[action.dest] == "directory" or action.metavar == "DIR"
+            action.complete = shtab.DIRECTORY if folder else shtab.FILE  # type: ignore[attr-defined]
     script = shtab.complete(parser, shell=shell, preamble=PREAMBLE[shell])
     if out is not None and out.json_mode:
-        out.doc.update(shell=shell, script=script)
+        out.result({"shell": shell, "script": script})
     else:
         print(script)
     return 0
@@ -83,7 +90,7 @@ def names(registry: Registry, kind: str, out: Output) -> int:
     else:
         found = sorted({p.id for ps in registry.all() for p in ps.patches})
         found += [f"{ps.name}:{p.id}" for ps in registry.all() for p in ps.patches]
-    out.doc["names"] = found
+    out.result({"names": found})
     for name in found:
         out.line(name)
     return 0

@@ -18,10 +18,11 @@ def run(args: Namespace, ctx: Context) -> int:
     from compatkit.ops import diff as ops
 
     ops.check_id(args.id)
-    if args.patchset_dir:
-        output_dir(args.patchset_dir[-1], "--patchset-dir")
-        ops.make_dir(args.patchset_dir[-1])
-    into = args.patchset_dir[-1] if args.patchset_dir else Path("patchsets")
+    into = args.output or Path("patchsets")
+    if args.output is not None:
+        output_dir(args.output, "-o")
+        ops.make_dir(args.output)
+        args.patchset_dir.append(args.output)  # searched too: a second patch goes beside the first
     where = (args.distribution, args.patchset, args.id, args.title, into, ctx.wheels())
     result = ops.diff(ctx.registry, ctx.env, *where)
     out = ctx.out

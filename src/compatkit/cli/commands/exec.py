@@ -12,7 +12,6 @@ from __future__ import annotations
 import subprocess
 from typing import TYPE_CHECKING
 
-from compatkit.cli.output import Output
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.ops import runtime as ops
 
@@ -20,8 +19,6 @@ if TYPE_CHECKING:
     from argparse import Namespace
 
     from compatkit.cli.context import Context
-    from compatkit.env.target import Environment
-    from compatkit.load.registry import Registry
 
 EXIT_NOT_FOUND = 127
 
@@ -30,30 +27,17 @@ class CommandNotFound(CompatkitError):
     exit_code = EXIT_NOT_FOUND
 
 
-def exec_command(
-    registry: Registry,
-    env: Environment,
-    names: list[str],
-    command: list[str],
-    out: Output | None = None,
-    force: bool = False,
-) -> int:
-    out = out or Output()
+def run(args: Namespace, ctx: Context) -> int:
+    names, command = args.patchset, args.command_line
     if not command:
         raise UsageError(
             "exec needs a command after '--': compatkit exec PATCHSET... -- COMMAND..."
         )
-    root = ops.exec_dir(registry, env, names, force)
+    root = ops.exec_dir(ctx.registry, ctx.env, names, args.force)
     try:
         proc = subprocess.run(command, env=ops.child_environ(root))
     except (FileNotFoundError, PermissionError) as exc:
         raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror}") from None
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-    out.doc.update(ok=code == 0, patchsets=names, runtime=str(root), returncode=code)
+    ctx.out.result(ops.ExecResult(names, root, code).to_json())
     return code
-
-
-def run(args: Namespace, ctx: Context) -> int:
-    return exec_command(
-        ctx.registry, ctx.env, args.patchset, args.command_line, ctx.out, args.force
-    )

@@ -25,6 +25,7 @@ NOT_UTF8 = 100  # explain -: more than 1 character in this many not UTF-8: not t
 
 if TYPE_CHECKING:
     from argparse import Namespace
+    from typing import Any
 
     from compatkit.cli.context import Context
     from compatkit.engine.search import Candidate
@@ -111,11 +112,10 @@ def _read_query(query: str) -> str:
     return text
 
 
-def _show_candidates(out: Output, found: list[tuple[Candidate, Patchset, Patch]]) -> None:
-    out.doc["candidates"] = [
-        {"patchset": ps.name, "id": p.id, "title": p.title, "score": c.score, "why": list(c.why)}
-        for c, ps, p in found
-    ]
+def _show_candidates(
+    out: Output, found: list[tuple[Candidate, Patchset, Patch]]
+) -> list[dict[str, Any]]:
+    """Show the candidates; their ``--json`` entries."""
     heading = "Patches that match this error text, best first:"
     if not found[0][0].sure:
         heading = "No patch matches this error text; the closest, for reference:"
@@ -124,25 +124,31 @@ def _show_candidates(out: Output, found: list[tuple[Candidate, Patchset, Patch]]
         out.line(f"{n}. {ps.name}:{p.id}  score {c.score:g}  {p.title}")
         for why in c.why:
             out.line(f"     {why}", style="dim")
+    return [
+        {"patchset": ps.name, "id": p.id, "title": p.title, "score": c.score, "why": list(c.why)}
+        for c, ps, p in found
+    ]
 
 
 def explain(registry: Registry, env: Environment, query: str, out: Output | None = None) -> int:
     out = out or Output()
     matches, found = find(registry, _read_query(query))
-    out.doc["matches"] = []
+    doc: dict[str, Any] = {"matches": []}
     if found:
-        _show_candidates(out, found)
+        doc["candidates"] = _show_candidates(out, found)
         if not found[0][0].sure:
-            raise CompatkitError(
+            return out.fail(
+                doc,
                 "no patch matches this error text: the candidates above share only a word or "
-                "two with it ('compatkit explain PATCHSET:ID' tells one's story)"
+                "two with it ('compatkit explain PATCHSET:ID' tells one's story)",
             )
         if not matches:
             out.line("No clear best match: 'compatkit explain PATCHSET:ID' tells one's story.")
         else:
             out.line("")
     for ps, patch, carriers in _one_story_per_id(matches, env):
-        _story(out, env, ps, patch, carriers)
+        doc["matches"].append(_story(out, env, ps, patch, carriers))
+    out.result(doc)
     return 0
 
 
@@ -172,26 +178,25 @@ def _one_story_per_id(
 
 def _story(
     out: Output, env: Environment, ps: Patchset, patch: Patch, carriers: list[Patchset]
-) -> None:
+) -> dict[str, Any]:
+    """Tell one patch's story; its ``--json`` entry."""
     statuses = inspect_patchset(ps, env).statuses
     here = next(s for s in statuses if s.id == patch.id)
-    out.doc["matches"].append(
-        {
-            "patchset": ps.name,
-            "id": patch.id,
-            "patchsets": [c.name for c in carriers],  # every patchset with this id
-            "fields": patch.fields,
-            "state": here.status,
-            "detail": here.detail,
-            "startup_code": here.startup,  # also in detail: "start-up code: creates x.pth"
-            "diff": patch.diff_text,
-        }
-    )
     if len(carriers) > 1:
         names = ", ".join(f"{c.name} {c.version}" for c in carriers)
         others = ", ".join(f"{c.name}:{patch.id}" for c in carriers if c is not ps)
         out.line(f"{patch.id} is in {names}; shown: {ps.name}'s (the others: explain {others})")
     _render(out, ps, patch, f"{here.status}{f' ({here.detail})' if here.detail else ''}")
+    return {
+        "patchset": ps.name,
+        "id": patch.id,
+        "patchsets": [c.name for c in carriers],  # every patchset with this id
+        "fields": patch.fields,
+        "state": here.status,
+        "detail": here.detail,
+        "startup_code": here.startup,  # also in detail: "start-up code: creates x.pth"
+        "diff": patch.diff_text,
+    }
 
 
 def reflow(text: str) -> str:

@@ -8,10 +8,10 @@ node (rolled back, unchanged, applied, unknown) when it did not succeed everywhe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
-from compatkit.errors import CompatkitError, UsageError
+from compatkit.errors import UsageError
 from compatkit.ops.fleet import FleetResult, NodeReport, run_fleet
 
 if TYPE_CHECKING:
@@ -43,26 +43,20 @@ def fleet(
 
 
 def render(result: FleetResult, out: Output) -> int:
-    out.doc.update(
-        ok=result.ok,
-        command=result.verb,
-        address=result.address,
-        nodes=[_node_doc(n) for n in result.nodes],
-        dead_before=result.dead_before,
-        rolled_back=result.rolled_back,
-    )
+    doc = result.to_json()
     for node in result.nodes:
         _show(node, out)
     if result.dead_before:
         out.line(f"not asked (dead before this run): {', '.join(result.dead_before)}")
     bad = [n for n in result.nodes if not n.ok]
     if not result.nodes:
-        raise CompatkitError(f"the Ray cluster at {result.address} has no alive node")
+        return out.fail(doc, f"the Ray cluster at {result.address} has no alive node")
     if bad:
         message = f"fleet {result.verb}: {len(bad)} of {len(result.nodes)} nodes not as asked"
         if result.verb != "apply":
-            raise CompatkitError(message, [_problem(n) for n in bad])
-        raise CompatkitError(f"{message}; {_outcome(result)}", [_left(n) for n in result.nodes])
+            return out.fail(doc, message, [_problem(n) for n in bad])
+        return out.fail(doc, f"{message}; {_outcome(result)}", [_left(n) for n in result.nodes])
+    out.result(doc)
     names = ", ".join(n.node_id[:12] for n in result.nodes)
     out.line(
         f"fleet {result.verb}: all {len(result.nodes)} nodes as asked ({names})", style="green"
@@ -116,31 +110,6 @@ def _why(node: NodeReport) -> str:
 
 def _problem(node: NodeReport) -> str:
     return f"{_title(node)}: {_why(node)}"
-
-
-def _node_doc(node: NodeReport) -> dict[str, Any]:
-    answer = node.answer
-    return {
-        "node_id": node.node_id,
-        "address": node.address,
-        "ok": node.ok,
-        "failure": node.failure,
-        "end_state": node.end,
-        "python": answer.python if answer else None,
-        "patchsets": [
-            {
-                "name": ps.name,
-                "state": ps.summary or None,
-                "action": ps.action,
-                "ok": ps.ok,
-                "problems": ps.problems,
-                "patches": [
-                    {"id": p.id, "status": p.status, "detail": p.detail} for p in ps.patches
-                ],
-            }
-            for ps in (answer.patchsets if answer else [])
-        ],
-    }
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compatkit.errors import CompatkitError
-
 if TYPE_CHECKING:
     from argparse import Namespace
 
@@ -17,12 +15,13 @@ def run(args: Namespace, ctx: Context) -> int:
 
     result = lint(ctx.registry, args.patchset, args.patchset_dir, ctx.wheels())
     out = ctx.out
-    out.result(result.to_json())
     for r in result.lints:
         verdict = f"{len(r.problems)} problem(s)" if r.problems else "ok"
         out.line(f"{r.root.name}: {verdict}", style="red" if r.problems else "green")
         for n in r.notes:
             out.line(f"  note: {n}")
     if result.problems:
-        raise CompatkitError(f"lint failed: {len(result.problems)} problem(s)", result.problems)
+        what = f"lint failed: {len(result.problems)} problem(s)"
+        return out.fail(result.to_json(), what, result.problems)
+    out.result(result.to_json())
     return 0

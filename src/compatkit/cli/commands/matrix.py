@@ -1,6 +1,10 @@
 """``compatkit matrix run|report|jobs``: one version-matrix cell (:mod:`compatkit.ops.matrix`),
 the report (:mod:`compatkit.ops.matrix_report`), CI's job list.
 
+``matrix run CELL [-o DIR]`` writes the cell's result to DIR/CELL.json (default build/matrix);
+``matrix report [--results DIR] [-o FILE]`` reads DIR's results, writes report.md and report.json
+there, and with ``-o`` the Markdown to FILE too (the docs page).
+
 ``run`` works in the environment of the cell (compatkit's own, or ``--python``): it starts
 from a pristine install, applies each patchset, verifies, runs the smoke tests, reverts and
 checks the install is pristine again; then compares every patch with the cell's expectation.
@@ -8,10 +12,11 @@ checks the install is pristine again; then compares every patch with the cell's 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compatkit.cli.outputs import output_dir, output_file
-from compatkit.errors import CompatkitError, UsageError
+from compatkit.errors import UsageError
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -19,7 +24,18 @@ if TYPE_CHECKING:
     from compatkit.cli.context import Context
 
 
+RESULTS = Path("build/matrix")  # where run writes a cell's result and report reads them
+
+
 def run(args: Namespace, ctx: Context) -> int:
+    wrong = {
+        "run": [("--results", args.results)],
+        "report": [],
+        "jobs": [("-o", args.output), ("--results", args.results)],
+    }[args.action]
+    for option, value in wrong:
+        if value is not None:
+            raise UsageError(f"{option} is not an option of matrix {args.action}")
     if args.action == "jobs":
         import json
 
@@ -37,11 +53,11 @@ def run(args: Namespace, ctx: Context) -> int:
 def _run_cell(args: Namespace, ctx: Context) -> int:
     from compatkit.ops.matrix import run_cell
 
-    output_dir(args.results, "--results")
+    folder = args.output or RESULTS
+    output_dir(folder, "-o")
     out = ctx.out
-    where = (args.matrix, args.cell, args.results, out.line, ctx.progress)
+    where = (args.matrix, args.cell, folder, out.line, ctx.progress)
     doc = run_cell(ctx.registry, ctx.env, *where)
-    out.result(doc)
     cell, mode = doc["cell"], doc["mode"]
     for name, entries in doc["patchsets"].items():
         out.table(
@@ -53,7 +69,8 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
             ],
         )
     if doc["mismatches"]:
-        raise CompatkitError(f"cell {cell} differs from matrix.toml", doc["mismatches"])
+        return out.fail(doc, f"cell {cell} differs from matrix.toml", doc["mismatches"])
+    out.result(doc)
     out.line(f"cell {cell}: every patch as expected ({doc['seconds']} s)", style="green")
     return 0
 
@@ -62,10 +79,11 @@ def _report(args: Namespace, ctx: Context) -> int:
     from compatkit.ops.matrix import cell_order
     from compatkit.ops.matrix_report import report
 
-    output_dir(args.results, "--results")
-    if args.docs is not None:
-        output_file(args.docs, "--docs")
-    result = report(args.results, args.docs, cell_order(args.matrix))
+    folder = args.results or RESULTS
+    output_dir(folder, "--results")
+    if args.output is not None:
+        output_file(args.output, "-o")
+    result = report(folder, args.output, cell_order(args.matrix))
     ctx.out.result(result.to_json())
     ctx.out.table(
         "compatibility: patches × cells", result.columns[1:], [r[1:] for r in result.rows]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compatkit.errors import CompatkitError, UsageError
+from compatkit.errors import UsageError
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -22,10 +22,10 @@ def run(args: Namespace, ctx: Context) -> int:
 
     out = ctx.out
     result = check(ctx.env, None if args.all else args.distribution, ctx.progress)
-    out.result(result.to_json())
     if result.reports:
         problems = result.problems(args.verbose, one_line=out.json_mode)
-        raise CompatkitError(result.failure(), problems)
+        return out.fail(result.to_json(), result.failure(), problems)
+    out.result(result.to_json())
     for line in result.passed():
         out.line(line, style="green")
     return 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compatkit.cli.outputs import output_dir
-from compatkit.errors import CompatkitError
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -17,12 +16,11 @@ if TYPE_CHECKING:
 def run(args: Namespace, ctx: Context) -> int:
     from compatkit.ops.prove import prove
 
-    if args.report is not None:
-        output_dir(args.report, "--report")
+    if args.output is not None:
+        output_dir(args.output, "-o")
     out = ctx.out
-    result = prove(ctx.registry, ctx.env, args.patchset, args.report, out.line)
-    proofs = result.proofs
-    out.result(result.to_json())
+    result = prove(ctx.registry, ctx.env, args.patchset, args.output, out.line)
+    proofs, doc = result.proofs, result.to_json()
     out.table(
         f"{args.patchset}: smoke test per patch (expected fail / fail / pass)",
         ["patch", "unpatched", "all but this patch", "patched", "verdict"],
@@ -32,12 +30,14 @@ def run(args: Namespace, ctx: Context) -> int:
         out.line(note)
     bad = [p.id for p in proofs if not p.proven]
     if bad:
-        raise CompatkitError(f"{len(bad)} patch(es) not proven both ways: {', '.join(bad)}")
+        return out.fail(doc, f"{len(bad)} patch(es) not proven both ways: {', '.join(bad)}")
     missing = [f"{p.id} ({', '.join(p.needs_missing)})" for p in proofs if p.needs_missing]
     if missing:
-        raise CompatkitError(
+        return out.fail(
+            doc,
             f"smoke tests that fail without a patch their Smoke-Needs does not name: "
-            f"{'; '.join(missing)}"
+            f"{'; '.join(missing)}",
         )
+    out.result(doc)
     out.line(f"{len(proofs)}/{len(proofs)} patches proven: fail / fail / pass", style="green")
     return 0

@@ -1,4 +1,4 @@
-"""``compatkit rebase PATCHSET --to DIST==VERSION``: a new patchset for a new upstream version
+"""``compatkit rebase PATCHSET --target DIST==VERSION``: a new patchset for a new upstream version
 (:mod:`compatkit.ops.rebase`), shown as a table of each patch's port."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from compatkit.cli.outputs import output_dir
-from compatkit.errors import CompatkitError
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -17,11 +16,11 @@ if TYPE_CHECKING:
 def run(args: Namespace, ctx: Context) -> int:
     from compatkit.ops.rebase import rebase
 
-    if args.into is not None:
-        output_dir(args.into, "--into")
-    result = rebase(ctx.registry, args.patchset, args.to, args.name, args.into, ctx.wheels())
+    if args.output is not None:
+        output_dir(args.output, "-o")
+    where = (args.target, args.name, args.output, ctx.wheels())
+    result = rebase(ctx.registry, args.patchset, *where)
     out, ports = ctx.out, result.ports
-    out.result(result.to_json())
     dist = result.distribution
     out.table(
         f"{result.patchset}: {dist} {result.old_version} → {result.new_version}, "
@@ -35,5 +34,6 @@ def run(args: Namespace, ctx: Context) -> int:
             f"{pid}: resolve {result.path / p}" for pid, ps in result.conflicts.items() for p in ps
         ]
         what = f"{len(result.conflicts)} patch(es) conflict with {dist} {result.new_version}"
-        raise CompatkitError(what, fix)
+        return out.fail(result.to_json(), what, fix)
+    out.result(result.to_json())
     return 0

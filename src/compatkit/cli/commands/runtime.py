@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compatkit.errors import CompatkitError, UsageError
+from compatkit.errors import UsageError
 
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -57,10 +57,12 @@ def _status(report: RuntimeReport, out: Output) -> int:
 
 
 def _verify(report: RuntimeReport, out: Output) -> int:
-    out.result(report.verify_json())
     problems = report.problems
     if problems:
-        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+        return out.fail(
+            report.verify_json(), f"verify failed: {len(problems)} problem(s)", problems
+        )
+    out.result(report.verify_json())
     names = ", ".join(c.name for c in report.checks)
     out.line(
         f"verified: {names} applied at import time by {report.root} ({report.served} patches); "

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compatkit.cli.output import Output
-from compatkit.model.results import SmokeState
-from compatkit.ops.smoke import applied_state, require_pytest, run_smoke, select
+from compatkit.ops.smoke import SmokeRun, applied_state, require_pytest, run_smoke, select
 
 if TYPE_CHECKING:
     from argparse import Namespace
 
     from compatkit.cli.context import Context
-    from compatkit.env.target import Environment
-    from compatkit.load.registry import Registry
 
 
-def smoke(
-    registry: Registry, env: Environment, name: str, ids: list[str], out: Output | None = None
-) -> int:
-    out = out or Output()
-    ps = registry.get(name)
-    selected = select(ps, ids)
+def run(args: Namespace, ctx: Context) -> int:
+    out, env = ctx.out, ctx.env
+    ps = ctx.registry.get(args.patchset)
+    selected = select(ps, args.patch)
     require_pytest(env)
     state = applied_state(ps, env)
     applied, excluded = state if state else ([], [])
@@ -33,6 +27,8 @@ def smoke(
     )
     out.line(f"{ps.name} smoke tests in {env.executable} ({where})")
     code, results = run_smoke(ps, env, selected, show_output=not out.json_mode)
+    result = SmokeRun(ps.name, applied, code, results)
+    out.result(result.to_json())
     rows = [
         [
             pid,
@@ -43,27 +39,5 @@ def smoke(
         ]
         for pid, r in results.items()
     ]
-    ok = code == 0 and all(r.verdict is SmokeState.PASS for r in results.values())
-    out.doc.update(
-        ok=ok,
-        patchset=ps.name,
-        applied=applied,
-        pytest_exit=code,
-        patches=[
-            {
-                "id": pid,
-                "applied": pid in applied,
-                "result": r.verdict,
-                "tests": r.tests,
-                "reason": r.reason,
-                "blocked_by": list(r.blocked_by),
-            }
-            for pid, r in results.items()
-        ],
-    )
     out.table(f"{ps.name} smoke tests", ["patch", "here", "smoke", "detail"], rows)
-    return 0 if ok else 1
-
-
-def run(args: Namespace, ctx: Context) -> int:
-    return smoke(ctx.registry, ctx.env, args.patchset, args.patch, ctx.out)
+    return 0 if result.ok else 1

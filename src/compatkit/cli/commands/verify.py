@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compatkit.errors import CompatkitError
-
 if TYPE_CHECKING:
     from argparse import Namespace
 
@@ -29,18 +27,20 @@ def run(args: Namespace, ctx: Context) -> int:
 
 def _render(result: VerifyResult, out: Output, allow_empty: bool) -> int:
     out.lines(result.notes)
-    out.result(result.to_json(allow_empty))
+    doc = result.to_json(allow_empty)
     names = list(result.found)
     if not names:  # a CI gate that checked nothing fails, unless told an empty set is fine
         if allow_empty:
+            out.result(doc)
             out.line(f"{result.empty}; nothing to verify (--allow-empty)")
             return 0
         from compatkit.ops.verify import nothing_verified
 
-        raise nothing_verified(result.empty)
+        return out.fail(doc, nothing_verified(result.empty).message, [result.empty])
     problems = result.problems
     if problems:
-        raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
+        return out.fail(doc, f"verify failed: {len(problems)} problem(s)", problems)
+    out.result(doc)
     out.line(
         f"verified: {', '.join(names)} fully applied, every patched file intact", style="green"
     )
