@@ -60,7 +60,6 @@ sys.exit(code)
 WRITING = (
     "compatkit.env.txn",
     "compatkit.model.journal",
-    "compatkit.env.rollback_check",
     "compatkit.atomic",
 )
 

@@ -20,9 +20,8 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from compatkit.env.disk import JOURNAL
 from compatkit.env.lock import locked
-from compatkit.env.state import State, find_applied, load_state, state_names
+from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names
 from compatkit.env.target import Dist, Environment
 
 if TYPE_CHECKING:

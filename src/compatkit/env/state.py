@@ -22,6 +22,7 @@ from compatkit.errors import CompatkitError
 from compatkit.value import Value
 
 STATE_DIR = "compatkit"
+JOURNAL = "compatkit-journal"  # in a distribution's .dist-info, while a transaction runs
 
 
 class FileState(Value):
