@@ -36,7 +36,7 @@ def test_revert_goes_down_once_and_comes_back(demo: Demo) -> None:
     assert len(route.climbs) <= 4, shown
     assert len(route.modules) <= 10, shown
     first = {m: entries.index(m) for m in reversed(entries)}
-    steps = ["compatkit.env.lock", "compatkit.env.plan", "compatkit.env.txn"]
+    steps = ["compatkit.env.session", "compatkit.env.plan", "compatkit.env.txn"]  # lock first
     assert [first[m] for m in steps] == sorted(first[m] for m in steps), shown
     last_plan = len(entries) - 1 - entries[::-1].index("compatkit.env.plan")
     commit = entries.index("compatkit.env.session", last_plan)  # Session.commit
@@ -79,5 +79,5 @@ def test_apply_goes_down_once_and_comes_back(demo: Demo) -> None:
     assert len(route.modules) <= 12, shown
     entries = route.entries
     first = {m: entries.index(m) for m in reversed(entries)}
-    steps = ["compatkit.env.lock", "compatkit.env.plan", "compatkit.env.txn"]
+    steps = ["compatkit.env.session", "compatkit.env.plan", "compatkit.env.txn"]  # lock first
     assert [first[m] for m in steps] == sorted(first[m] for m in steps), shown

@@ -55,8 +55,8 @@ sys.exit(code)
 """
 
 
-# The writing side: a read-only command with no journal left needs none of it (compatkit.env.lock
-# holds the lock; txn's rollback is imported only when a journal is there).
+# The writing side: a read-only command with no journal left needs none of it (the lock is
+# compatkit.env.session's; txn's rollback is imported only when a journal is there).
 WRITING = (
     "compatkit.env.txn",
     "compatkit.model.journal",

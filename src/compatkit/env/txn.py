@@ -10,8 +10,8 @@ A transaction is a list of :class:`Change` objects for one distribution. It runs
 
 A crash (SIGKILL included) at any step leaves either no journal (nothing changed yet, or the
 transaction is complete) or a whole journal, from which :func:`recover` restores every file to
-its "before" bytes. Every command calls :func:`recover` under the lock (:mod:`compatkit.env.lock`)
-before it reads.
+its "before" bytes. Every command calls :func:`recover` under the lock
+(:func:`compatkit.env.session.locked`) before it reads.
 
 >>> Change("pkg/m.py", b"x = 1\\n").relpath
 'pkg/m.py'
