@@ -1,6 +1,6 @@
 """The planner on an in-memory fake of the files interface: no disk, no venv.
 
-``plan_apply`` / ``plan_revert`` read the target only through :mod:`compatkit.env.files`, so here
+``plan_apply`` / ``plan_revert`` read the target only through ``compatkit.env.plan.Files``, so here
 they run on :class:`MemoryFiles` (a dict, plus the names that are symlinks), and the change
 list they produce is executed on the same dict by :meth:`MemoryFiles.commit`, as
 :func:`compatkit.env.txn.commit` would on disk. The disk-backed behaviour is covered end to end by

@@ -10,7 +10,7 @@ and its data goes down the layers and back once, one step each::
     # report: the operation builds its result from what it loaded and planned
 
 so the lock → recover → load-state sequence exists once, and planning reads the target
-only through ``dist.files`` (:mod:`compatkit.env.files`).
+only through ``dist.files`` (:class:`compatkit.env.target.DiskFiles`).
 
 The lock (:func:`locked`) is held by every compatkit run on a site-packages root, read-only
 commands too, so two runs cannot interleave and none reads a half-written transaction; only

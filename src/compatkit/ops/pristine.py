@@ -31,10 +31,9 @@ import threading
 from contextlib import ExitStack
 from pathlib import Path
 
-from compatkit.env.files import DiskFiles
 from compatkit.env.session import Session
 from compatkit.env.state import states_of
-from compatkit.env.target import Dist, Environment, installed
+from compatkit.env.target import DiskFiles, Dist, Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import outside_environment, quoted
 from compatkit.value import Value

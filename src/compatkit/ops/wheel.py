@@ -77,7 +77,7 @@ class WheelResult(Value):
 
 
 class MemoryFiles:
-    """The read side of a wheel held in a dict (:class:`compatkit.env.files.Files`)."""
+    """The read side of a wheel held in a dict (``compatkit.env.plan.Files``)."""
 
     def __init__(self, files: dict[str, bytes]) -> None:
         self.files = files
