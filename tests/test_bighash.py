@@ -20,7 +20,7 @@ from compatkit import bounded
 from compatkit.env.target import Environment
 from compatkit.model.records import hash_bytes, row_for
 from compatkit.ops.verify import pristine_problems
-from conftest import Venv, build_wheel, run_cli
+from conftest import Demo, Venv, build_wheel, run_cli
 
 MIB = 1 << 20
 
@@ -63,8 +63,9 @@ def small_venv(tmp_path: Path, make_venv: Callable[..., Venv]) -> Venv:
     return venv
 
 
-def _peak_rss(python: str, *args: str) -> tuple[int, int]:
-    """(exit code, peak RSS in bytes) of ``compatkit --python PYTHON ARGS`` in a child."""
+def _peak_rss(python: str, *args: str, err: list[str] | None = None) -> tuple[int, int]:
+    """(exit code, peak RSS in bytes) of ``compatkit --python PYTHON ARGS`` in a child;
+    ``err`` gets its standard error."""
     code = (
         "import resource, sys\n"
         "from compatkit.cli.main import main\n"
@@ -77,6 +78,8 @@ def _peak_rss(python: str, *args: str) -> tuple[int, int]:
         text=True,
         check=False,
     )
+    if err is not None:
+        err.append(proc.stderr)
     rc, peak = proc.stderr.splitlines()[-1].split()
     return int(rc), int(peak)
 
@@ -176,3 +179,21 @@ def test_a_distribution_of_50000_files(
         "    matches no RECORD: big/many/m7.py",
         "    matches no RECORD: big/many/m49999.py",
     ]
+
+
+@pytest.mark.slow
+def test_apply_refuses_an_edited_2gb_file_in_little_memory(demo: Demo) -> None:
+    """apply's RECORD check hashes a patched file in chunks: one replaced by a 2 GiB (sparse)
+    file since install is refused without being read whole (issue 36, item 1)."""
+    util = demo.venv.site / "demo" / "util.py"
+    tmp = _sparse(util.with_name("util.py.tmp"), 2 << 30)
+    os.replace(tmp, util)  # a new file: never through uv's hardlink
+    greet = (demo.venv.site / "demo" / "greet.py").read_bytes()
+    err: list[str] = []
+    where = ["--patchset-dir", str(demo.patchsets)]
+    rc, peak = _peak_rss(demo.venv.python, *where, "apply", "demo-fix", err=err)
+    assert rc == 1, err
+    assert "demo/util.py does not match its RECORD hash" in err[0], err
+    assert peak < 150 * MIB, peak
+    assert (demo.venv.site / "demo" / "greet.py").read_bytes() == greet  # nothing written
+    assert util.stat().st_size == 2 << 30
