@@ -31,6 +31,7 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patchset
 from compatkit.model.paths import check_relpath
+from compatkit.model.records import hash_bytes
 from compatkit.value import Value
 
 # 1: the SBOM carried compatkit's version (cyclonedx-python-lib); 2: compatkit's own JSON,
@@ -99,6 +100,13 @@ class MemoryFiles:
 
     def mtime_ns(self, relpath: str) -> int:
         return 0
+
+    def size(self, relpath: str) -> int:
+        return len(self.files.get(relpath, b""))
+
+    def hash(self, relpath: str) -> str | None:
+        data = self.files.get(relpath)
+        return None if data is None else hash_bytes(data)
 
     def mode(self, relpath: str) -> int:
         return 0o644
