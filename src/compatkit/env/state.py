@@ -147,6 +147,15 @@ class State(Value):
         self.forced = forced
         self.built_in = built_in
 
+    def built_in_refusal(self, dist: Dist, verb: str) -> str:
+        """Why ``verb`` cannot touch this patchset when it is built into the installed wheel
+        (``built_in``; one line)."""
+        base = dist.version.partition("+")[0]
+        return (
+            f"cannot {verb} {self.patchset}: it is built into the installed wheel {dist.name} "
+            f"{dist.version}; reinstall the pristine wheel ({dist.name}=={base})"
+        )
+
     def to_json(self) -> bytes:
         raw = self.as_dict()
         raw["files"] = [_file_dict(f) for f in self.files]
