@@ -486,10 +486,12 @@ def _bench(session: nox.Session, quick: bool) -> None:
         str(ROOT),
         external=True,
     )
-    # P1's peers (bench/p1_p3.py): other tools' start-up beside compatkit's, bytecode compiled
+    # P1's peers (bench/p1_p3.py): other tools' start-up beside compatkit's, bytecode compiled;
+    # P5's (bench/p5_real.py): other tools' apply and revert of the same diffs
     session.run(
         "uv", "pip", "install", "-q", "--python", target, "--compile-bytecode",
-        "pre-commit", "nox", "pip", external=True,
+        "pre-commit", "nox", "pip", "socket-patch==4.0.0", "patch-ng==1.19.1",
+        "patch-package-py==0.2.1", "venv-patcher==0.2.0", external=True,
     )  # fmt: skip
     site = _site_packages(session, target)
     packages = [

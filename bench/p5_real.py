@@ -9,18 +9,43 @@ the old package. Journal, RECORD and bytecode handling are all on. Runs are inte
 start from files on disk (``sync``, untimed), as in P2. These patchsets are small, so what is
 measured is mostly compatkit's fixed cost per run: two interpreter start-ups, the imports, the
 lock, the journal and two ``syncfs``.
+
+Peers (issue 35), each installed beside the interpreter that runs bench (``nox -s bench``
+installs them) and skipped with one line when absent, apply and revert the same diff to the
+same release on their own copy of the target venv, timed in the same rounds:
+
+- socket-patch: a ``.socket/manifest.json`` entry for the release, ``beforeHash`` and
+  ``afterHash`` of every changed file (git's SHA-256 of a blob) and both sides' bytes in
+  ``.socket/blobs/``, found through the project's ``.venv``; ``apply`` then ``rollback``,
+  ``--offline``;
+- patch-ng: ``python -m patch_ng -d SITE-PACKAGES DIFF``, then the same with ``--revert``;
+- patch-package-py: ``p12y apply`` with the diff as ``patches/NAME+VERSION.patch``; it has no
+  revert, and puts a package back by reinstalling the release (``restore_clean_package``: ``uv
+  pip install --force-reinstall --no-deps NAME==VERSION``), which is what is timed;
+- venv-patcher: installed in its venv (it patches the environment it runs in, which must import
+  the package: its dependencies are installed there too), ``venv-patcher apply -f FILE`` with
+  ``apply-command = "git apply -p2"`` (a git repository of the package folder, made on its
+  first run), then ``venv-patcher reset -p NAME``.
+
+After the warm-up round, each peer's package folder is checked against the new release after
+its apply and the old one after its revert (bytecode and the tools' own files aside).
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from common import Figure, Report, interleaved, timed
+from common import Figure, Report, rounds, timed
 
 PAIRS = [
     ("requests", "2.31.0", "2.32.3"),
@@ -33,11 +58,14 @@ HEADER = (
 )
 
 
-def _venv(path: Path, requirement: str, compile_bytecode: bool) -> Path:
+def _venv(path: Path, requirement: str, compile_bytecode: bool, *also: str) -> Path:
+    """A venv holding ``requirement`` (no dependencies unless ``also`` names any)."""
     subprocess.run(["uv", "venv", "-q", "-p", sys.executable, str(path)], check=True)
-    cmd = ["uv", "pip", "install", "-q", "--python", str(path / "bin/python"), "--no-deps"]
+    cmd = ["uv", "pip", "install", "-q", "--python", str(path / "bin/python")]
     cmd += ["--link-mode", "copy", *(["--compile-bytecode"] if compile_bytecode else [])]
-    subprocess.run([*cmd, requirement], check=True)
+    subprocess.run([*cmd, "--no-deps", requirement], check=True)
+    if also:
+        subprocess.run([*cmd, *also], check=True)
     return next(path.glob("lib/python3*/site-packages"))
 
 
@@ -66,10 +94,157 @@ def _upgrade_diff(work: Path, package: str, old: Path, new: Path) -> str:
     return "".join(out)
 
 
-def measure(package: str, old: str, new: str, runs: int) -> tuple[float, float, float, int, int]:
+class Peer:
+    """Another tool's apply and revert of the diff, on its own copy of the target venv."""
+
+    def __init__(self, name: str, how: str, site: Path, package: str) -> None:
+        self.name, self.how, self.site, self.package = name, how, site, package
+        self.apply: list[str] = []
+        self.revert: list[str] = []
+        self.cwd: Path | None = None
+        self.env = dict(os.environ)
+
+    def pair(self) -> float:
+        os.sync()
+        elapsed = timed(self.apply, env=self.env, cwd=self.cwd)
+        os.sync()
+        return elapsed + timed(self.revert, env=self.env, cwd=self.cwd)
+
+    def check(self, old: Path, new: Path) -> None:
+        """Apply and revert once more, comparing the package folder with each release."""
+        for cmd, want in ((self.apply, new), (self.revert, old)):
+            timed(cmd, env=self.env, cwd=self.cwd)
+            got, expected = _tree(self.site / self.package), _tree(want / self.package)
+            if got != expected:
+                wrong = sorted(
+                    k for k in got.keys() | expected.keys() if got.get(k) != expected.get(k)
+                )
+                raise RuntimeError(f"P5 peer {self.name}: {' '.join(cmd[:2])} left {wrong[:5]}")
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file of a package folder but bytecode and the peers' own (.git, .gitignore)."""
+    skip = {"__pycache__", ".git"}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(folder).parts) and p.name != ".gitignore"
+    }
+
+
+def _beside(script: str) -> Path | None:
+    path = Path(sys.executable).parent / script
+    return path if path.exists() else None
+
+
+def _installed(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+def _git_sha256(data: bytes) -> str:
+    return hashlib.sha256(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _socket_patch(work: Path, package: str, old: str, srcs: tuple[Path, Path]) -> Peer | None:
+    exe = _beside("socket-patch")
+    if exe is None:
+        return None
+    site = _venv(work / "sp-target", f"{package}=={old}", compile_bytecode=True)
+    project = work / "sp-project"
+    blobs = project / ".socket" / "blobs"
+    blobs.mkdir(parents=True)
+    (project / ".venv").symlink_to(work / "sp-target")
+    files: dict[str, dict[str, str]] = {}
+    old_tree, new_tree = (_tree(src / package) for src in srcs)
+    for rel in sorted(old_tree.keys() | new_tree.keys()):
+        before, after = old_tree.get(rel), new_tree.get(rel)
+        if before == after:
+            continue
+        for data in (before, after):
+            if data is not None:
+                (blobs / _git_sha256(data)).write_bytes(data)
+        files[f"{package}/{rel}"] = {
+            "beforeHash": "" if before is None else _git_sha256(before),
+            "afterHash": "" if after is None else _git_sha256(after),
+        }
+    record = {
+        "uuid": "00000000-0000-4000-8000-000000000035",
+        "exportedAt": "2026-01-01T00:00:00Z",
+        "files": files,
+        "vulnerabilities": {},
+        "description": "the upgrade",
+        "license": "MIT",
+        "tier": "free",
+    }
+    manifest = {"patches": {f"pkg:pypi/{package}@{old}": record}}
+    (project / ".socket" / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    peer = Peer(f"socket-patch {_installed('socket-patch')}", "apply, rollback", site, package)
+    flags = ["--cwd", str(project), "--offline", "--no-telemetry", "--silent"]
+    peer.apply, peer.revert = [str(exe), "apply", *flags], [str(exe), "rollback", *flags]
+    return peer
+
+
+def _patch_ng(work: Path, package: str, old: str, diff: Path) -> Peer | None:
+    if importlib.util.find_spec("patch_ng") is None:
+        return None
+    site = _venv(work / "png-target", f"{package}=={old}", compile_bytecode=True)
+    peer = Peer(f"patch-ng {_installed('patch-ng')}", "python -m patch_ng, --revert", site, package)
+    cmd = [sys.executable, "-m", "patch_ng", "-q", "-d", str(site), str(diff)]
+    peer.apply, peer.revert = cmd, [*cmd[:-1], "--revert", cmd[-1]]
+    return peer
+
+
+def _patch_package_py(work: Path, package: str, old: str, dist: str, diff: Path) -> Peer | None:
+    exe = _beside("p12y")
+    if exe is None:
+        return None
+    site = _venv(work / "p12y-target", f"{package}=={old}", compile_bytecode=True)
+    peer = Peer(
+        f"patch-package-py {_installed('patch-package-py')}",
+        "p12y apply, a reinstall",
+        site,
+        package,
+    )
+    peer.cwd = work / "p12y-project"
+    (peer.cwd / "patches").mkdir(parents=True)
+    shutil.copy(diff, peer.cwd / "patches" / f"{dist}+{old}.patch")
+    peer.apply = [str(exe), "apply", "-e", str(work / "p12y-target")]
+    python = str(work / "p12y-target" / "bin" / "python")
+    peer.revert = ["uv", "pip", "install", "-q", "--force-reinstall", "--no-deps"]
+    peer.revert += [f"{package}=={old}", "--python", python]
+    return peer
+
+
+def _venv_patcher(work: Path, package: str, old: str, diff: Path) -> Peer | None:
+    if _beside("venv-patcher") is None:
+        return None
+    version = _installed("venv-patcher")
+    root = work / "vp-target"
+    site = _venv(root, f"{package}=={old}", True, f"{package}=={old}", f"venv-patcher=={version}")
+    peer = Peer(f"venv-patcher {version}", "apply, reset", site, package)
+    spec = work / "vp.toml"
+    spec.write_text(
+        f'version = 1\n\n[[patches]]\npackage = "{package}"\npath = "{diff}"\n'
+        'apply-command = "git apply -p2"\n'
+    )
+    exe = str(root / "bin" / "venv-patcher")
+    peer.apply, peer.revert = [exe, "apply", "-f", str(spec)], [exe, "reset", "-p", package]
+    return peer
+
+
+PEERS = ("socket-patch", "patch-ng", "patch-package-py", "venv-patcher")
+_skipped: set[str] = set()
+
+
+def measure(
+    package: str, old: str, new: str, runs: int
+) -> tuple[float, float, float, int, int, list[tuple[Peer, float, float]]]:
     """Medians of ``runs`` interleaved apply+revert pairs, git pairs and two ``python -c pass``
     (the interpreter start-ups alone: a floor no Python command goes below); files and hunks
-    in the diff."""
+    in the diff; and each peer found with its median pair and the median of each round's
+    ratio of compatkit's pair to the peer's."""
     with tempfile.TemporaryDirectory(prefix="compatkit-p5-") as tmp:
         work = Path(tmp)
         target = _venv(work / "target", f"{package}=={old}", compile_bytecode=True)
@@ -117,15 +292,40 @@ def measure(package: str, old: str, new: str, runs: int) -> tuple[float, float, 
         def starts() -> float:
             return sum(timed([sys.executable, "-c", "pass"], env=env) for _ in range(2))
 
-        # the warm-up round fills compatkit's caches, as any earlier run does
-        value, ref, floor = interleaved(runs, ours, git, starts, warmup=1)
-        return value, ref, floor, files, hunks
+        srcs = (old_src, new_src)
+        found = {
+            "socket-patch": _socket_patch(work, package, old, srcs),
+            "patch-ng": _patch_ng(work, package, old, work / "upgrade.diff"),
+            "patch-package-py": _patch_package_py(work, package, old, dist, work / "upgrade.diff"),
+            "venv-patcher": _venv_patcher(work, package, old, work / "upgrade.diff"),
+        }
+        peers = [p for p in found.values() if p is not None]
+        for name in (n for n, p in found.items() if p is None and n not in _skipped):
+            _skipped.add(name)
+            print(f"  P5 peer {name}: not installed beside {sys.executable}, skipped", flush=True)
+        actions: list[Callable[[], float]] = [ours, git, starts, *(p.pair for p in peers)]
+        # the warm-up round fills compatkit's caches, as any earlier run does (and makes
+        # venv-patcher's git repository)
+        rounds(0, *actions, warmup=1)
+        for peer in peers:
+            peer.check(old_src, new_src)
+        done = rounds(runs, *actions, warmup=0)
+        value, ref, floor = (statistics.median(r[i] for r in done) for i in range(3))
+        against = [
+            (
+                peer,
+                statistics.median(r[3 + i] for r in done),
+                statistics.median(r[0] / r[3 + i] for r in done),
+            )
+            for i, peer in enumerate(peers)
+        ]
+        return value, ref, floor, files, hunks, against
 
 
 def run(report: Report) -> None:
     runs = 1 if report.quick else 11
     for package, old, new in PAIRS:
-        value, ref, floor, files, hunks = measure(package, old, new, runs)
+        value, ref, floor, files, hunks, against = measure(package, old, new, runs)
         report.add(
             Figure(
                 "P5" if package == "requests" else f"P5-{package}",
@@ -136,6 +336,18 @@ def run(report: Report) -> None:
                 4.0 if package == "requests" and not report.quick else None,
             )
         )
+        for peer, elapsed, paired in against:
+            report.add(
+                Figure(
+                    f"P5-vs-{peer.name.split()[0]}",
+                    f"compatkit apply + revert against {peer.name} ({peer.how}), {package}",
+                    value,
+                    f"{peer.name}'s pair",
+                    elapsed,
+                    None if report.quick else 1.0,
+                    paired=paired,
+                )
+            )
         if package == "requests":
             report.add(
                 Figure(

@@ -26,7 +26,7 @@ TARGETS = """\
 | P3 | `pristine vllm` over all of vLLM 0.16.0 | `sha256sum` on both cores | ≤ 1.2× |
 | P3-all | `pristine --all` over every distribution of the environment (each RECORD-listed file once) | `sha256sum` over the same files, `xargs -P <cores>` (cores: the process's CPU affinity) | ≤ 1.0× |
 | P4 | warm re-run of the speculators 0.3.0 + vLLM 0.16.0 matrix cell | its smoke tests alone | ≤ 1.3× |
-| P5 | `apply` + `revert` of a real upgrade diff: requests 2.31.0 → 2.32.3 as one patch (click and jinja2 as extra rows) | `git apply` + `git apply -R` | ≤ 4× |
+| P5 | `apply` + `revert` of a real upgrade diff: requests 2.31.0 → 2.32.3 as one patch (click and jinja2 as extra rows; peers beside each, where installed: socket-patch, patch-ng, patch-package-py, venv-patcher, compatkit ahead of each: ≤ 1× their pair) | `git apply` + `git apply -R` | ≤ 4× |
 | P6 | `compatkit wheel speculators-vllm016`: the patched speculators 0.3.0 wheel | a re-zip of the same wheel | (reported) |
 | P7 | runtime mode: re-import of speculators-vllm016's 2 patched modules through the hook | the same patched files imported normally | (reported) |
 | P7-hundred | runtime mode, a whole process (start-up included) importing 100 modules with the real job's sizes (bench/module_sizes.py), 1 patched; `PYTHONPATH` and `--pth` forms (P7-hundred-tiny: 100 modules of 318 bytes, the worst case, reported) | the same process without the hook | ≤ 1.05× |

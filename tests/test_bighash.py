@@ -21,7 +21,7 @@ from compatkit.env.target import Environment
 from compatkit.model.records import Record, hash_bytes, row_for
 from compatkit.ops.pristine import check
 from compatkit.runtime import statfacts
-from conftest import DEMO_FILES, Venv, build_wheel, install_demo, run_cli
+from conftest import DEMO_FILES, Demo, Venv, build_wheel, install_demo, run_cli
 
 
 @pytest.fixture
@@ -222,7 +222,7 @@ def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread:
     started afresh rather than forked (fork with threads can deadlock; 3.12 warns)."""
     import threading
 
-    from compatkit.env.files import DiskFiles
+    from compatkit.env.target import DiskFiles
     from compatkit.ops import pristine
 
     root = tmp_path / "site"
@@ -256,3 +256,20 @@ def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread:
     assert pooled[names.index("f97.bin")] == streamed(root / "f97.bin")
     assert pooled[-2] is None
     assert pooled[-1] is not None and pooled[-1].startswith(pristine.NOT_READ)
+
+
+@pytest.mark.slow
+def test_apply_refuses_an_edited_2gb_file_in_little_memory(demo: Demo) -> None:
+    """apply's RECORD check hashes a patched file in chunks: one replaced by a 2 GiB (sparse)
+    file since install is refused without being read whole (issue 36, item 1)."""
+    util = demo.venv.site / "demo" / "util.py"
+    tmp = sparse(util.with_name("util.py.tmp"), 2 << 30)
+    os.replace(tmp, util)  # a new file: never through uv's hardlink
+    greet = (demo.venv.site / "demo" / "greet.py").read_bytes()
+    where = ["--patchset-dir", str(demo.patchsets)]
+    rc, peak = peak_rss(demo.venv.python, *where, "apply", "demo-fix")
+    assert rc == 1 and peak < 150 * MIB, (rc, peak)
+    code, _, err = demo.run("apply", "demo-fix")
+    assert code == 1 and "demo/util.py does not match its RECORD hash" in err, err
+    assert (demo.venv.site / "demo" / "greet.py").read_bytes() == greet  # nothing written
+    assert util.stat().st_size == 2 << 30

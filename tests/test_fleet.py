@@ -21,7 +21,7 @@ import pytest
 import ray
 
 import compatkit
-from compatkit.env import lock
+from compatkit.env.session import locked
 from compatkit.env.target import Environment
 from compatkit.load.registry import Registry
 from compatkit.ops.verify import problems
@@ -155,7 +155,7 @@ def test_a_node_that_does_not_answer_in_time_is_named(
 ) -> None:
     fleet = a_patched
     dist = Environment.for_python(fleet.pythons["ck-B"]).require("demo")
-    with lock.locked(dist):  # node B's verify waits for this lock
+    with locked(dist):  # node B's verify waits for this lock
         code, _, err = fleet.fleet(capsys, "verify", "demo-fix", "--timeout", "3")
     assert code == 1
     b = fleet.node("ck-B").node_id[:12]
@@ -365,7 +365,7 @@ def test_a_node_killed_during_apply_is_named_and_the_run_rolled_back(
     fleet.cluster.wait_alive(ray)
     dist = Environment.for_python(fleet.pythons["ck-C"]).require("demo")
     result: list[tuple[int, str, str]] = []
-    with lock.locked(dist):  # node C's apply waits for this lock: it is running when killed
+    with locked(dist):  # node C's apply waits for this lock: it is running when killed
         run = threading.Thread(
             target=lambda: result.append(fleet.fleet(capsys, "apply", "demo-fix"))
         )

@@ -1,6 +1,6 @@
 """The planner on an in-memory fake of the files interface: no disk, no venv.
 
-``plan_apply`` / ``plan_revert`` read the target only through :mod:`compatkit.env.files`, so here
+``plan_apply`` / ``plan_revert`` read the target only through ``compatkit.env.plan.Files``, so here
 they run on :class:`MemoryFiles` (a dict, plus the names that are symlinks), and the change
 list they produce is executed on the same dict by :meth:`MemoryFiles.commit`, as
 :func:`compatkit.env.txn.commit` would on disk. The disk-backed behaviour is covered end to end by
@@ -21,7 +21,7 @@ from compatkit.env.txn import Change
 from compatkit.errors import CompatkitError
 from compatkit.model.patchset import Patchset, parse_patch
 from compatkit.model.paths import check_relpath
-from compatkit.model.records import row_for
+from compatkit.model.records import hash_bytes, row_for
 from conftest import DEMO_FILES, PATCH_GREET, PATCH_UTIL
 
 INFO = "demo-1.0.dist-info"
@@ -53,6 +53,13 @@ class MemoryFiles:
 
     def mtime_ns(self, relpath: str) -> int:
         return self.mtimes.get(relpath, 1_000)
+
+    def size(self, relpath: str) -> int:
+        return len(self.files.get(relpath, b""))
+
+    def hash(self, relpath: str) -> str | None:
+        data = self.files.get(relpath)
+        return None if data is None else hash_bytes(data)
 
     def mode(self, relpath: str) -> int:
         return 0o644

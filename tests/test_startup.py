@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name as canonical_name
 import compatkit
 from compatkit.env import target
 from compatkit.env.target import Environment
-from compatkit.load import cache, cachedir
+from compatkit.load import cache
 from compatkit.model.records import Record, Row, hash_bytes, row_for
 from conftest import TOML, Demo, Venv, backports, build_wheel
 
@@ -55,12 +55,11 @@ sys.exit(code)
 """
 
 
-# The writing side: a read-only command with no journal left needs none of it (compatkit.env.lock
-# holds the lock; txn's rollback is imported only when a journal is there).
+# The writing side: a read-only command with no journal left needs none of it (the lock is
+# compatkit.env.session's; txn's rollback is imported only when a journal is there).
 WRITING = (
     "compatkit.env.txn",
     "compatkit.model.journal",
-    "compatkit.env.rollback_check",
     "compatkit.atomic",
 )
 
@@ -178,7 +177,7 @@ def test_record_rows_split_as_csv_does(raw: str) -> None:
 
 def _sign(entry: Path, blob: bytes) -> None:
     """Write ``blob`` as the entry, signed with this user's key (as compatkit would)."""
-    cachedir.write(str(entry.parent.parent), entry.parent.name, entry.name, blob)
+    cache.write(str(entry.parent.parent), entry.parent.name, entry.name, blob)
 
 
 def test_toml_cache_hits_misses_and_refusals(
@@ -199,8 +198,8 @@ def test_toml_cache_hits_misses_and_refusals(
     monkeypatch.setattr(cache, "_parse_toml", counting)
     assert cache.toml_loads(raw) == first and parses == []  # served from the cache
     good = entry.read_bytes()
-    assert good.startswith(cachedir.MAGIC)
-    magic = cachedir.MAGIC
+    assert good.startswith(cache.MAGIC)
+    magic = cache.MAGIC
     junk = (b"{truncated", good[:-3], good[: len(magic) + 1], magic + b"\xff\x00", None)
     for n, bad in enumerate(junk, start=1):
         if bad is None:  # well formed and signed, but not a table
@@ -288,7 +287,7 @@ def test_python_probe_is_cached_until_the_interpreter_changes(
     # a corrupt or malformed entry is probed again, never trusted
     entry = cache.entry("probe", target._probe_key(target._interpreter(venv.python)))
     assert entry is not None and entry.is_file()
-    junk = (b"{not json", marshal.dumps({"executable": 3}), cachedir.MAGIC + b"{")
+    junk = (b"{not json", marshal.dumps({"executable": 3}), cache.MAGIC + b"{")
     for n, bad in enumerate(junk):
         if n == 1:  # signed, well formed marshal, but not a probe's answer
             _sign(entry, bad)

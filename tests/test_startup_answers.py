@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from compatkit.env import checks
-from compatkit.load import cachedir
+from compatkit.load import cache
 from compatkit.model import answers
 from conftest import DEMO_FILES, Venv, build_wheel, write_patchset
 from test_startup import RUN, _env, pythonpath
@@ -103,7 +103,7 @@ def test_a_tampered_entry_is_ignored(target: Target) -> None:
     _, good, _ = target.run("status")
     entry = target.entry()
     raw = entry.read_bytes()
-    head = len(cachedir.MAGIC) + cachedir.MAC_SIZE
+    head = len(cache.MAGIC) + cache.MAC_SIZE
     table = marshal.loads(raw[head:])
     assert table["requirement-contains\0otherlib>=2,<3\x001.0"] is False
     # every verdict turned round, the old MAC kept: not this user's compatkit's entry
@@ -121,10 +121,10 @@ def test_a_command_that_writes_asks_packaging_itself(target: Target) -> None:
     1.0 meets ``>=2,<3``: status believes it (it is this user's cache), apply does not."""
     target.run("status")
     entry = target.entry()
-    head = len(cachedir.MAGIC) + cachedir.MAC_SIZE
+    head = len(cache.MAGIC) + cache.MAC_SIZE
     table = marshal.loads(entry.read_bytes()[head:])
     table["requirement-contains\0otherlib>=2,<3\x001.0"] = True
-    cachedir.write(target.cache, "answers", entry.name, marshal.dumps(table))
+    cache.write(target.cache, "answers", entry.name, marshal.dumps(table))
     code, out, _ = target.run("status", "demo-fix")
     assert "not applied" in out and "found otherlib" not in out, out
     code, out, loaded = target.run("apply", "demo-fix")

@@ -23,7 +23,7 @@ import pytest
 
 from compatkit.env import target
 from compatkit.env.target import Environment
-from compatkit.load import cache, cachedir
+from compatkit.load import cache
 from compatkit.load.config import find_config
 from compatkit.load.validate import validate
 from compatkit.model.records import row_for
@@ -41,13 +41,13 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """compatkit's cache folder for this test; each test may warn once again."""
     folder = tmp_path / "c"
     monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(folder))
-    cachedir._warned.clear()
+    cache._warned.clear()
     yield folder
-    cachedir._warned.clear()
+    cache._warned.clear()
 
 
 def _read(entry: Path) -> dict[str, object]:
-    raw = cachedir.read(str(entry.parent.parent), entry.parent.name, entry.name)
+    raw = cache.read(str(entry.parent.parent), entry.parent.name, entry.name)
     assert raw is not None, entry
     doc = marshal.loads(raw)
     assert isinstance(doc, dict)
@@ -56,15 +56,13 @@ def _read(entry: Path) -> dict[str, object]:
 
 def _sign(entry: Path, doc: dict[str, object]) -> None:
     """Write ``doc`` as compatkit would, signed with the folder's own key."""
-    cachedir.write(str(entry.parent.parent), entry.parent.name, entry.name, marshal.dumps(doc))
+    cache.write(str(entry.parent.parent), entry.parent.name, entry.name, marshal.dumps(doc))
 
 
 def _sign_with(entry: Path, doc: dict[str, object], key: bytes) -> None:
     """Write ``doc`` with a MAC under ``key`` (an attacker's own, or a stolen one)."""
     blob = marshal.dumps(doc)
-    entry.write_bytes(
-        cachedir.MAGIC + cachedir._mac(key, entry.parent.name, entry.name, blob) + blob
-    )
+    entry.write_bytes(cache.MAGIC + cache._mac(key, entry.parent.name, entry.name, blob) + blob)
 
 
 def _spec_entry(demo: Demo) -> Path:
@@ -119,7 +117,7 @@ def test_a_forged_entry_never_decides_what_apply_writes(demo: Demo, store: Path)
     # 3. the user's own file, but writable by everyone: ignored with a warning
     _sign_with(entry, forged, key)
     os.chmod(entry, 0o666)
-    cachedir._warned.clear()
+    cache._warned.clear()
     assert "writable by others" in _apply_and_check(demo)
     # each time the entry was recomputed and rewritten as the user's own
     st = entry.stat()
@@ -148,7 +146,7 @@ def test_a_writable_cache_folder_or_kind_folder_is_ignored(demo: Demo, store: Pa
     for folder in (store, store / "toml"):
         for mode in (0o770, 0o703):  # writable by the group; by everyone else
             folder.chmod(mode)
-            cachedir._warned.clear()
+            cache._warned.clear()
             assert "writable by others" in _apply_and_check(demo)
         folder.chmod(0o700)
     # a symbolic link of the attacker's as the cache folder itself
@@ -156,7 +154,7 @@ def test_a_writable_cache_folder_or_kind_folder_is_ignored(demo: Demo, store: Pa
     link.symlink_to(store)
     os.chown(link, ATTACKER, ATTACKER, follow_symlinks=False)
     os.environ["COMPATKIT_CACHE_DIR"] = str(link)  # undone by the fixture's monkeypatch
-    cachedir._warned.clear()
+    cache._warned.clear()
     assert "is a symbolic link owned by uid" in _apply_and_check(demo)
 
 
@@ -167,7 +165,7 @@ def test_a_forged_key_file_is_refused(demo: Demo, store: Path) -> None:
     assert "readable or writable by others" in _apply_and_check(demo)
     key.chmod(0o600)
     os.chown(key, ATTACKER, ATTACKER)
-    cachedir._warned.clear()
+    cache._warned.clear()
     assert f"owned by uid {ATTACKER}" in _apply_and_check(demo)
 
 
@@ -295,9 +293,9 @@ def _plant(entry: Path, kind: str) -> None:
         os.mknod(entry, 0o600 | 0o020000, os.makedev(1, 5))  # /dev/zero's own numbers
     elif kind == "huge":
         with entry.open("wb") as f:
-            f.truncate(cachedir.MAX_ENTRY + 1)  # sparse: no disk used
+            f.truncate(cache.MAX_ENTRY + 1)  # sparse: no disk used
     elif kind == "garbage":
-        entry.write_bytes(cachedir.MAGIC + os.urandom(4096))
+        entry.write_bytes(cache.MAGIC + os.urandom(4096))
     elif kind == "directory":
         entry.mkdir()
     else:

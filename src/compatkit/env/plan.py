@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from compatkit import bounded
 from compatkit.engine.hunks import SeriesConflict, SeriesResult, apply_series
 from compatkit.env.state import (
     FileState,
@@ -29,7 +30,20 @@ from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.records import Record, Row, hash_bytes, row_for
 
 if TYPE_CHECKING:
-    from compatkit.env.files import Files
+    from typing import Protocol
+
+    class Files(Protocol):
+        """What planning reads (see :class:`compatkit.env.target.DiskFiles` for each)."""
+
+        def read(self, relpath: str) -> bytes | None: ...
+        def is_file(self, relpath: str) -> bool: ...
+        def lexists(self, relpath: str) -> bool: ...
+        def listdir(self, relpath: str) -> list[str]: ...
+        def mtime_ns(self, relpath: str) -> int: ...
+        def mode(self, relpath: str) -> int: ...
+        def check_inside(self, relpath: str, dirs_ok: set[str]) -> None: ...
+        def size(self, relpath: str) -> int: ...
+        def hash(self, relpath: str) -> str | None: ...
 
 
 class Overlay:
@@ -64,6 +78,17 @@ class Overlay:
         if relpath in self._moved_to:
             return self.disk(self._moved_to[relpath])
         return None if relpath in self.moves else self.disk(relpath)
+
+    def hash(self, relpath: str) -> str | None:
+        """The RECORD form of the hash of what ``relpath`` will hold (None: nothing). A file
+        that is only on disk and larger than one :data:`compatkit.bounded.HASH_CHUNK` is
+        hashed in chunks, never read whole: a RECORD check keeps memory flat however large
+        the file it refuses (issue 36); one that passes is read for the patch."""
+        known = (self.data, self._moved_to, self.moves, self._disk)
+        if not any(relpath in k for k in known) and self.files.size(relpath) > bounded.HASH_CHUNK:
+            return self.files.hash(relpath)
+        data = self.read(relpath)
+        return None if data is None else hash_bytes(data)
 
     def exists(self, relpath: str) -> bool:
         """Whether ``relpath`` will exist, without reading it if it is only on disk."""
@@ -289,8 +314,11 @@ def _prefix_hint(own: Ownership, path: str) -> str:
 def _check_record(ov: Overlay, paths: list[str]) -> list[str]:
     problems = []
     for path in paths:
-        row, data = ov.record.get(path), ov.read(path)
-        if row is not None and row.hash and data is not None and hash_bytes(data) != row.hash:
+        row = ov.record.get(path)
+        if row is None or not row.hash:
+            continue
+        now = ov.hash(path)
+        if now is not None and now != row.hash:
             problems.append(f"{shown(path)} does not match its RECORD hash (edited after install?)")
     return problems
 

@@ -10,20 +10,24 @@ and its data goes down the layers and back once, one step each::
     # report: the operation builds its result from what it loaded and planned
 
 so the lock → recover → load-state sequence exists once, and planning reads the target
-only through ``dist.files`` (:mod:`compatkit.env.files`).
+only through ``dist.files`` (:class:`compatkit.env.target.DiskFiles`).
+
+The lock (:func:`locked`) is held by every compatkit run on a site-packages root, read-only
+commands too, so two runs cannot interleave and none reads a half-written transaction; only
+the writing side (and a recovery) imports :mod:`compatkit.env.txn` (start-up time, P1).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from compatkit.env.disk import JOURNAL
-from compatkit.env.lock import locked
-from compatkit.env.state import State, find_applied, load_state, state_names
+from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names
 from compatkit.env.target import Dist, Environment
+from compatkit.errors import CompatkitError
 
 if TYPE_CHECKING:
     from compatkit.env import txn
@@ -86,3 +90,68 @@ def _recover(dist: Dist) -> bool:
     from compatkit.env import txn
 
     return txn.recover(dist)
+
+
+@contextlib.contextmanager
+def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
+    """Hold a lock on the site-packages root so two compatkit runs cannot interleave.
+
+    A lock another run holds is waited for, with one line on stderr naming the holder, for at
+    most ``$COMPATKIT_LOCK_TIMEOUT`` seconds (default 600); then a clear error.
+    """
+    fd = os.open(dist.root, os.O_RDONLY)
+    try:
+        _acquire(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, dist)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _acquire(fd: int, kind: int, dist: Dist) -> None:
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    import sys
+    import time
+
+    try:
+        timeout = float(os.environ.get("COMPATKIT_LOCK_TIMEOUT") or 600)
+    except ValueError:
+        timeout = 600.0
+    if not 0 <= timeout < float("inf"):  # nan, inf and -5 would wait for ever
+        timeout = 600.0
+    holder = _holder(fd)
+    print(
+        f"compatkit: waiting for another compatkit run{holder} that holds the lock on "
+        f"{dist.root} (at most {timeout:g} s; COMPATKIT_LOCK_TIMEOUT)",
+        file=sys.stderr,
+        flush=True,
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise CompatkitError(
+                    f"gave up after {timeout:g} s waiting for the lock on {dist.root}: another "
+                    f"compatkit run{holder} holds it (nothing was changed)"
+                ) from None
+            time.sleep(0.05)
+
+
+def _holder(fd: int) -> str:
+    """ " (pid N)" of the process holding a flock on ``fd``'s inode, from /proc/locks."""
+    st = os.fstat(fd)
+    try:
+        with open("/proc/locks") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) > 5 and parts[1] == "FLOCK" and parts[5].endswith(f":{st.st_ino}"):
+                    return f" (pid {parts[4]})"
+    except OSError:
+        pass
+    return ""

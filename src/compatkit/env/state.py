@@ -22,6 +22,7 @@ from compatkit.errors import CompatkitError
 from compatkit.value import Value
 
 STATE_DIR = "compatkit"
+JOURNAL = "compatkit-journal"  # in a distribution's .dist-info, while a transaction runs
 
 
 class FileState(Value):
@@ -145,6 +146,15 @@ class State(Value):
         self.offsets: dict[str, dict[str, list[int]]] = {} if offsets is None else offsets
         self.forced = forced
         self.built_in = built_in
+
+    def built_in_refusal(self, dist: Dist, verb: str) -> str:
+        """Why ``verb`` cannot touch this patchset when it is built into the installed wheel
+        (``built_in``; one line)."""
+        base = dist.version.partition("+")[0]
+        return (
+            f"cannot {verb} {self.patchset}: it is built into the installed wheel {dist.name} "
+            f"{dist.version}; reinstall the pristine wheel ({dist.name}=={base})"
+        )
 
     def to_json(self) -> bytes:
         raw = self.as_dict()

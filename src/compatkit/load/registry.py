@@ -180,6 +180,10 @@ class Registry:
         """One line naming both sources of ``name``, when it has two and the project chose
         neither (None otherwise)."""
         self._locations()
+        return self._conflict(name)
+
+    def _conflict(self, name: str) -> str | None:
+        """:meth:`conflict`, from the last scan's ``conflicts``."""
         sources = self.conflicts.get(name)
         if not sources:
             return None
@@ -193,10 +197,15 @@ class Registry:
     def get(self, name: str) -> Patchset:
         if name in self._cache:
             return self._cache[name]
-        locations = self._locations()
+        return self._load(name, self._locations())
+
+    def _load(self, name: str, locations: dict[str, Path]) -> Patchset:
+        """Patchset ``name`` of one scan of the folders (``locations``, ``conflicts``)."""
+        if name in self._cache:
+            return self._cache[name]
         if name not in locations:
             raise _unknown(name, locations)
-        if (clash := self.conflict(name)) is not None:
+        if (clash := self._conflict(name)) is not None:
             raise UsageError(clash)
         from compatkit.load.validate import load_patchset  # imported on the first load only
 
@@ -207,8 +216,10 @@ class Registry:
         return patchset
 
     def all(self) -> Iterator[Patchset]:
-        for name in self.names():
-            yield self.get(name)
+        """Every patchset, from one scan of the folders."""
+        locations = self._locations()
+        for name in sorted(locations):
+            yield self._load(name, locations)
 
     def find_patch(self, patch_id: str) -> list[tuple[Patchset, Patch]]:
         return [(ps, p) for ps in self.all() for p in ps.patches if p.id == patch_id]

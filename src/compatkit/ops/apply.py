@@ -15,7 +15,6 @@ from compatkit.load.registry import Registry
 from compatkit.model import startup_code
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import Action
-from compatkit.ops.revert import built_in_refusal
 from compatkit.value import Value
 
 if TYPE_CHECKING:
@@ -170,7 +169,7 @@ def apply_patchset(
                 raise CompatkitError(f"{ps.name} is applied but has drifted", drift)
             return ApplyResult(ps, dist, Action.NONE, state, recovered=s.recovered)
         if state and state.built_in:
-            why = built_in_refusal(ps.name, dist, "apply")
+            why = state.built_in_refusal(dist, "apply")
             raise CompatkitError(f"{why}, or build the wheel again with compatkit wheel")
         ov = s.overlay()
         if state:

@@ -33,10 +33,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compatkit.env.files import DiskFiles
 from compatkit.env.session import Session
 from compatkit.env.state import states_of
-from compatkit.env.target import Dist, Environment, installed
+from compatkit.env.target import DiskFiles, Dist, Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import outside_environment, quoted
 from compatkit.model.progress import NONE, Reporter, Task

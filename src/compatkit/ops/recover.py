@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from compatkit.env import txn
-from compatkit.env.lock import locked
+from compatkit.env.session import locked
 from compatkit.env.target import Dist, Environment
 from compatkit.value import Value
 

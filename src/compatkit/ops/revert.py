@@ -34,15 +34,6 @@ class RevertResult(Value):
         return {"ok": True, "patchset": name, "action": Action.REVERTED, "files": files}
 
 
-def built_in_refusal(name: str, dist: Dist, verb: str) -> str:
-    """Why ``verb`` cannot touch a patchset built into the installed wheel (one line)."""
-    base = dist.version.partition("+")[0]
-    return (
-        f"cannot {verb} {name}: it is built into the installed wheel {dist.name} "
-        f"{dist.version}; reinstall the pristine wheel ({dist.name}=={base})"
-    )
-
-
 def revert_patchset(
     registry: Registry, env: Environment, name: str, force: bool = False
 ) -> RevertResult:
@@ -62,7 +53,7 @@ def _plan(s: Session, state: State, force: bool) -> list[Change]:
     """Every original byte back, or the refusal that says why not (nothing written)."""
     name, dist = state.patchset, s.dist
     if state.built_in:
-        raise CompatkitError(built_in_refusal(name, dist, "revert"))
+        raise CompatkitError(state.built_in_refusal(dist, "revert"))
     above = stacked_on(state, s.others(name))
     if above:
         raise CompatkitError(

@@ -33,6 +33,7 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model.patchset import Patchset
 from compatkit.model.paths import check_relpath
+from compatkit.model.records import hash_bytes
 from compatkit.value import Value
 
 # 1: the SBOM carried compatkit's version (cyclonedx-python-lib); 2: compatkit's own JSON,
@@ -102,9 +103,9 @@ class WheelResult(Value):
 
 
 class MemoryFiles:
-    """The read side of a wheel held in a dict (:class:`compatkit.env.files.Files`): a file
-    left in the source wheel (:class:`compatkit.delivery.wheelfile.Stored`) is read when asked
-    for (a file a patch edits: small)."""
+    """The read side of a wheel held in a dict (``compatkit.env.plan.Files``): a file left in
+    the source wheel (:class:`compatkit.delivery.wheelfile.Stored`) is read when asked for (a
+    file a patch edits: small)."""
 
     def __init__(self, files: dict[str, Content]) -> None:
         self.files = files
@@ -127,6 +128,17 @@ class MemoryFiles:
 
     def mtime_ns(self, relpath: str) -> int:
         return 0
+
+    def size(self, relpath: str) -> int:
+        content = self.files.get(relpath, b"")
+        return content.size if isinstance(content, wheelfile.Stored) else len(content)
+
+    def hash(self, relpath: str) -> str | None:
+        """Its RECORD hash: a stored file's was taken as it was streamed, never read again."""
+        content = self.files.get(relpath)
+        if isinstance(content, wheelfile.Stored):
+            return content.hash
+        return None if content is None else hash_bytes(content)
 
     def mode(self, relpath: str) -> int:
         return 0o644
