@@ -52,6 +52,7 @@ def main() -> int:
     where = machine()
     print(f"machine: {where}", flush=True)
     import fleet
+    import growth
     import p1_p3
     import p2_apply
     import p4_matrix
@@ -69,6 +70,7 @@ def main() -> int:
         "P6": lambda: p6_wheel.run(report, args.python),
         "P7": lambda: runtime_import.run(report, args.python),
         "F1": lambda: fleet.run(report),
+        "G": lambda: growth.run(report),
     }
     for name, step in steps.items():
         if not args.only or name in args.only:
