@@ -1,0 +1,88 @@
+"""``status NAME``, ``verify NAME`` and ``revert NAME`` read only the distribution the patchset
+targets, however many others the environment holds (issue 36, item 4; bench/growth.py times
+it at 10, 100 and 400 distributions).
+
+Every path compatkit stats, opens or lists during the command is recorded (spies that call
+the real functions); none may lie in another distribution's files or metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import UV, Demo, build_wheel
+
+OTHERS = 12
+
+
+def _install_others(demo: Demo, tmp_path: Path) -> None:
+    """OTHERS more distributions (``other-K`` 1.0, one module each) beside demo, one uv run."""
+    folder = tmp_path / "others"
+    folder.mkdir()
+    wheels = [
+        build_wheel(folder, f"other-{k}", "1.0", {f"other_{k}/__init__.py": b"x = 1\n"})
+        for k in range(OTHERS)
+    ]
+    cmd = [UV or "uv", "pip", "install", "--python", demo.venv.python, "--no-deps"]
+    subprocess.run([*cmd, *map(str, wheels)], check=True, capture_output=True)
+    assert len(list(demo.venv.site.glob("other_*.dist-info"))) == OTHERS
+
+
+@contextmanager
+def _paths_touched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every path given to os.stat / os.lstat / os.open / os.scandir / os.listdir meanwhile."""
+    seen: list[str] = []
+
+    def spy(real: Callable[..., object]) -> Callable[..., object]:
+        def call(*args: object, **kwargs: object) -> object:
+            if args and isinstance(args[0], (str, bytes, os.PathLike)):
+                seen.append(os.fsdecode(args[0]))  # type: ignore[arg-type]
+            return real(*args, **kwargs)
+
+        return call
+
+    with monkeypatch.context() as m:
+        for name in ("stat", "lstat", "open", "scandir", "listdir"):
+            m.setattr(os, name, spy(getattr(os, name)))
+        yield seen
+
+
+def _others_in(seen: list[str]) -> list[str]:
+    return sorted({p for p in seen if "other_" in p or "other-" in p})
+
+
+@pytest.mark.parametrize("command", ["status", "verify", "revert"])
+def test_a_named_command_reads_only_its_target(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Before issue 36, verify and revert stat-ed every distribution's state file
+    (``<dist>.dist-info/compatkit/<name>.json``) to find the one holding the patchset's."""
+    _install_others(demo, tmp_path)
+    code, _, err = demo.run("apply", "demo-fix")
+    assert code == 0, err
+    with _paths_touched(monkeypatch) as seen:
+        code, out, err = demo.run(command, "demo-fix")
+    assert code == 0, err
+    assert any("demo-1.0.dist-info" in p for p in seen)  # the spies saw the target's reads
+    assert _others_in(seen) == []
+
+
+def test_revert_finds_the_state_of_a_patchset_no_longer_known(demo: Demo, tmp_path: Path) -> None:
+    """The target is asked first; a patchset the registry cannot load any more is still
+    found by its state (every distribution's state folder listed) and reverted."""
+    _install_others(demo, tmp_path)
+    pristine = (demo.venv.site / "demo" / "greet.py").read_bytes()
+    code, _, err = demo.run("apply", "demo-fix")
+    assert code == 0, err
+    shutil.rmtree(demo.patchsets / "demo-fix")
+    code, out, err = demo.run("revert", "demo-fix")
+    assert code == 0, err
+    assert (demo.venv.site / "demo" / "greet.py").read_bytes() == pristine
+    assert "demo-fix" in out
