@@ -23,16 +23,17 @@ OTHERS = 12
 
 
 def _install_others(demo: Demo, tmp_path: Path) -> None:
-    """OTHERS more distributions (``other-K`` 1.0, one module each) beside demo, one uv run."""
+    """OTHERS more distributions beside demo (``another-K`` 1.0, one module each, named to
+    list before demo, as a scan in name order meets them), in one uv run."""
     folder = tmp_path / "others"
     folder.mkdir()
     wheels = [
-        build_wheel(folder, f"other-{k}", "1.0", {f"other_{k}/__init__.py": b"x = 1\n"})
+        build_wheel(folder, f"another-{k}", "1.0", {f"another_{k}/__init__.py": b"x = 1\n"})
         for k in range(OTHERS)
     ]
     cmd = [UV or "uv", "pip", "install", "--python", demo.venv.python, "--no-deps"]
     subprocess.run([*cmd, *map(str, wheels)], check=True, capture_output=True)
-    assert len(list(demo.venv.site.glob("other_*.dist-info"))) == OTHERS
+    assert len(list(demo.venv.site.glob("another_*.dist-info"))) == OTHERS
 
 
 @contextmanager
@@ -43,7 +44,7 @@ def _paths_touched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     def spy(real: Callable[..., object]) -> Callable[..., object]:
         def call(*args: object, **kwargs: object) -> object:
             if args and isinstance(args[0], (str, bytes, os.PathLike)):
-                seen.append(os.fsdecode(args[0]))  # type: ignore[arg-type]
+                seen.append(os.fsdecode(args[0]))
             return real(*args, **kwargs)
 
         return call
@@ -55,7 +56,7 @@ def _paths_touched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def _others_in(seen: list[str]) -> list[str]:
-    return sorted({p for p in seen if "other_" in p or "other-" in p})
+    return sorted({p for p in seen if "another_" in p or "another-" in p})
 
 
 @pytest.mark.parametrize("command", ["status", "verify", "revert"])
@@ -68,7 +69,7 @@ def test_a_named_command_reads_only_its_target(
     code, _, err = demo.run("apply", "demo-fix")
     assert code == 0, err
     with _paths_touched(monkeypatch) as seen:
-        code, out, err = demo.run(command, "demo-fix")
+        code, _, err = demo.run(command, "demo-fix")
     assert code == 0, err
     assert any("demo-1.0.dist-info" in p for p in seen)  # the spies saw the target's reads
     assert _others_in(seen) == []
