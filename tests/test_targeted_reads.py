@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import UV, Demo, build_wheel
+from compatkit.model.records import Row
+from conftest import DEMO_FILES, UV, Demo, Venv, build_wheel, install_demo, run_cli
 
 OTHERS = 12
 
@@ -87,3 +88,34 @@ def test_revert_finds_the_state_of_a_patchset_no_longer_known(demo: Demo, tmp_pa
     assert code == 0, err
     assert (demo.venv.site / "demo" / "greet.py").read_bytes() == pristine
     assert "demo-fix" in out
+
+
+def test_apply_reads_a_big_record_once(
+    tmp_path: Path,
+    make_venv: Callable[..., Venv],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """apply of a 1-file patch to a distribution of MODULES files builds a row object per
+    RECORD line once (the plan's RECORD); the ownership check before the write reads only the
+    paths, and not twice (the journal's saved RECORD is the bytes on disk). Before issue 36
+    it built three per line: the cost of a small patch grew with the distribution
+    (bench/growth.py, G-apply)."""
+    modules = 600
+    files = {f"demo/mod_{i}.py": b"x = 1\n" for i in range(modules)}
+    files.update(DEMO_FILES)
+    venv, patchsets, _ = install_demo(tmp_path, make_venv, files)
+    made = 0
+    real = Row.from_raw.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Row], raw: str) -> Row:
+        nonlocal made
+        made += 1
+        return real(cls, raw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Row, "from_raw", classmethod(counting))
+    code, _, err = run_cli(
+        capsys, "--python", venv.python, "--patchset-dir", str(patchsets), "apply", "demo-fix"
+    )
+    assert code == 0, err
+    assert modules < made < 1.5 * modules  # one RECORD's worth, plus the rows apply writes

@@ -48,7 +48,7 @@ class Overlay:
         self.record = Record.parse(raw_record)
         self._original_record = self.record
         self._planned_pycs: dict[str, set[str]] = {}  # "dir/__pycache__/stem." -> pyc paths
-        self._pycaches: dict[str, dict[str, list[str]]] = {}  # "dir/__pycache__" -> stem -> pycs
+        self._pycaches: dict[str, dict[str, list[str]]] = {}  # "dir/__pycache__" -> stem -> pyc names
         self.moves: dict[str, str] = {}  # renames: source -> destination
         self._moved_to: dict[str, str] = {}  # destination -> source
         self._free: dict[str, int] = {}  # free_name(): where to start looking
@@ -153,13 +153,14 @@ class Overlay:
         folder, _, name = relpath.rpartition("/")
         cache = f"{folder}/__pycache__" if folder else "__pycache__"
         index = self._pycaches.get(cache)
-        if index is None:
+        if index is None:  # names only: a 15,000-module folder is indexed for one lookup too
             index = {}
             for n in self.files.listdir(cache):
-                if n.endswith(".pyc") and n.count(".") >= 2:
-                    index.setdefault(n.split(".", 1)[0], []).append(f"{cache}/{n}")
+                stem, dot, rest = n.partition(".")
+                if dot and rest.endswith(".pyc"):  # STEM.TAG[.opt-N].pyc
+                    index.setdefault(stem, []).append(n)
             self._pycaches[cache] = index
-        return index.get(name[:-3], [])
+        return [f"{cache}/{n}" for n in index.get(name[:-3], [])]
 
     def changes(self) -> list[Change]:
         """Writes and deletes, then deletes that clear rename destinations, then renames."""

@@ -83,6 +83,15 @@ def row_for(path: str, data: bytes | None) -> Row:
     return Row.from_raw(buf.getvalue())
 
 
+def _lines(data: bytes) -> tuple[list[str], str, bool]:
+    """A RECORD's rows (raw text), its line terminator and whether it ends with one."""
+    text = data.decode("utf-8", "surrogateescape")
+    terminator = "\r\n" if "\r\n" in text else "\n"
+    final_newline = text.endswith("\n")
+    body = text[: -len(terminator)] if text.endswith(terminator) else text
+    return (body.split(terminator) if body else []), terminator, final_newline
+
+
 class Record(Value):
     __slots__ = ("rows", "terminator", "final_newline", "_index")
 
@@ -94,12 +103,22 @@ class Record(Value):
 
     @classmethod
     def parse(cls, data: bytes) -> Record:
-        text = data.decode("utf-8", "surrogateescape")
-        terminator = "\r\n" if "\r\n" in text else "\n"
-        final_newline = text.endswith("\n")
-        body = text[: -len(terminator)] if text.endswith(terminator) else text
-        raws = body.split(terminator) if body else []
+        raws, terminator, final_newline = _lines(data)
         return cls(tuple(Row.from_raw(r) for r in raws), terminator, final_newline)
+
+    @staticmethod
+    def paths_in(data: bytes) -> set[str]:
+        """``parse(data).paths()`` without building a row per line: a check that needs only
+        who owns what reads a 15,000-row RECORD several times faster (issue 36, G-apply).
+
+        >>> sorted(Record.paths_in(b'a.py,sha256=x,1\\n"b,c.py",,\\n'))
+        ['a.py', 'b,c.py']
+        """
+        raws, _, _ = _lines(data)
+        return {
+            r.partition(",")[0] if '"' not in r else Row.from_raw(r).path  # csv quoting
+            for r in raws
+        }
 
     def render(self) -> bytes:
         text = self.terminator.join(r.raw for r in self.rows)
