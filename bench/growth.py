@@ -224,7 +224,7 @@ def run(report: Report) -> None:
         subprocess.run(
             _ck(python, "apply", "growth"), check=True, env=env, stdout=subprocess.DEVNULL
         )
-    _targeted(report, pythons, env, runs)
+    _targeted(report, pythons, appliers[SMALL_FILES], env, runs)
     _apply(report, appliers, env, runs)
     curves = _bytes(report, pythons, env, runs)
     for python in pythons.values():
@@ -233,39 +233,58 @@ def run(report: Report) -> None:
         _plot(curves, report)
 
 
-def _targeted(report: Report, pythons: dict[int, Path], env: dict[str, str], runs: int) -> None:
-    """G-status and G-verify: every size in the same rounds as ``python -c pass``."""
-    first = pythons[SIZES[0]]
+def _targeted(
+    report: Report, pythons: dict[int, Path], tool: Path, env: dict[str, str], runs: int
+) -> None:
+    """G-status and G-verify: each size's command and its venv's ``python -c pass`` in the
+    same rounds. A bigger site-packages slows the interpreter's own start-up too (``site``
+    lists it; the import system lists it for every top-level import), so the growth rows
+    compare compatkit's part: the command minus its interpreter's start-up, per round.
+    ``-tool`` rows: the same from a separate tool venv with ``--python`` (compatkit's own
+    environment then stays small: its entry-point scan, see load/registry.py, does not grow)."""
+    forms = {
+        "": lambda p, what: _ck(p, what, "growth"),
+        "-tool": lambda p, what: _ck(tool, "--python", str(p), what, "growth"),
+    }
     for what in ("status", "verify"):
-        actions = [lambda: timed([str(first), "-c", "pass"], env=env)]
-        actions += [
-            (lambda p=p, w=what: timed(_ck(p, w, "growth"), env=env)) for p in pythons.values()
-        ]
-        done = rounds(runs, *actions)
-        ref = statistics.median(r[0] for r in done)
-        for i, n in enumerate(SIZES, start=1):
+        for suffix, command in forms.items():
+            actions: list[Callable[[], float]] = []
+            for p in pythons.values():
+                actions.append(lambda p=p: timed([str(p), "-c", "pass"], env=env))
+                actions.append(lambda p=p, w=what, c=command: timed(c(p, w), env=env))
+            done = rounds(runs, *actions)
+            for i, n in enumerate(SIZES):
+                report.add(
+                    Figure(
+                        f"G-{what}{suffix}-{n}",
+                        f"compatkit {what} growth{' (--python, tool venv)' * bool(suffix)}, "
+                        f"{n} distributions",
+                        statistics.median(r[2 * i + 1] for r in done),
+                        "python -c pass (same venv)",
+                        statistics.median(r[2 * i] for r in done),
+                        paired=statistics.median(r[2 * i + 1] / r[2 * i] for r in done),
+                    )
+                )
+            last = 2 * (len(SIZES) - 1)
+            own = [(r[last + 1] - r[last], r[1] - r[0]) for r in done]
             report.add(
                 Figure(
-                    f"G-{what}-{n}",
-                    f"compatkit {what} growth, {n} distributions",
-                    statistics.median(r[i] for r in done),
-                    "python -c pass",
-                    ref,
-                    paired=statistics.median(r[i] / r[0] for r in done),
+                    f"G-{what}{suffix}-{SIZES[-1]}/{SIZES[0]}",
+                    f"compatkit {what}{' --python' * bool(suffix)}: its time beyond the "
+                    f"interpreter's start-up, {SIZES[-1]} distributions against {SIZES[0]} "
+                    f"(whole commands: {_ratio(done, last + 1, 1):.2f}×; python -c pass "
+                    f"alone: {_ratio(done, last, 0):.2f}×)",
+                    statistics.median(a for a, _ in own),
+                    f"the same, {SIZES[0]} distributions",
+                    statistics.median(b for _, b in own),
+                    1.1,
+                    paired=statistics.median(a / b for a, b in own if b > 0),
                 )
             )
-        big, small = len(SIZES), 1
-        report.add(
-            Figure(
-                f"G-{what}-{SIZES[-1]}/{SIZES[0]}",
-                f"compatkit {what} growth: {SIZES[-1]} distributions against {SIZES[0]}",
-                statistics.median(r[big] for r in done),
-                f"the same, {SIZES[0]} distributions",
-                statistics.median(r[small] for r in done),
-                1.1,
-                paired=statistics.median(r[big] / r[small] for r in done),
-            )
-        )
+
+
+def _ratio(done: list[list[float]], top: int, bottom: int) -> float:
+    return statistics.median(r[top] / r[bottom] for r in done)
 
 
 def _apply(report: Report, appliers: dict[int, Path], env: dict[str, str], runs: int) -> None:
