@@ -96,11 +96,11 @@ def test_apply_reads_a_big_record_once(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """apply of a 1-file patch to a distribution of MODULES files builds a row object per
-    RECORD line once (the plan's RECORD); the ownership check before the write reads only the
-    paths, and not twice (the journal's saved RECORD is the bytes on disk). Before issue 36
-    it built three per line: the cost of a small patch grew with the distribution
-    (bench/growth.py, G-apply)."""
+    """apply of a 1-file patch to a distribution of ``modules`` files builds row objects only
+    for the RECORD rows it reads or writes: the plan edits the raw lines, and the ownership
+    check before the write reads only the paths, once (the journal's saved RECORD is the
+    bytes on disk). Before issue 36 it built three per line: the cost of a small patch grew
+    with the distribution (bench/growth.py, G-apply)."""
     modules = 600
     files = {f"demo/mod_{i}.py": b"x = 1\n" for i in range(modules)}
     files.update(DEMO_FILES)
@@ -118,4 +118,4 @@ def test_apply_reads_a_big_record_once(
         capsys, "--python", venv.python, "--patchset-dir", str(patchsets), "apply", "demo-fix"
     )
     assert code == 0, err
-    assert modules < made < 1.5 * modules  # one RECORD's worth, plus the rows apply writes
+    assert 0 < made < 20  # the rows apply reads and writes, none for the lines it keeps
