@@ -24,6 +24,7 @@ itself is reinstalled into them on every run.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -288,31 +289,40 @@ def _ratio(done: list[list[float]], top: int, bottom: int) -> float:
 
 
 def _apply(report: Report, appliers: dict[int, Path], env: dict[str, str], runs: int) -> None:
-    """G-apply: apply (timed) then revert (untimed) of the 3-file patch, each size in turn."""
+    """G-apply: apply (timed) then revert (untimed) of the 3-file patch, each size in turn.
+    Beside the wall times, the CPU time (user + system) of the apply process: on a machine
+    shared with other jobs it moves far less than the wall time."""
 
-    def one(python: Path) -> Callable[[], float]:
-        def run() -> float:
+    def one(python: Path) -> Callable[[], tuple[float, float]]:
+        def run() -> tuple[float, float]:
             os.sync()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             elapsed = timed(_ck(python, "apply", "gapply"), env=env)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
             subprocess.run(
                 _ck(python, "revert", "gapply"), check=True, env=env, stdout=subprocess.DEVNULL
             )
-            return elapsed
+            return elapsed, cpu
 
         return run
 
     for python in appliers.values():
         _quiet(_ck(python, "revert", "gapply"), env)
     done = rounds(runs, one(appliers[BIG_FILES]), one(appliers[SMALL_FILES]), warmup=1)
+    big_cpu = statistics.median(r[0][1] for r in done)
+    small_cpu = statistics.median(r[1][1] for r in done)
     report.add(
         Figure(
             "G-apply",
-            f"apply of a {PATCHED}-file patch to a {BIG_FILES:,}-file distribution",
-            statistics.median(r[0] for r in done),
+            f"apply of a {PATCHED}-file patch to a {BIG_FILES:,}-file distribution (CPU time: "
+            f"{big_cpu * 1000:.0f} ms against {small_cpu * 1000:.0f} ms, "
+            f"{statistics.median(r[0][1] / r[1][1] for r in done):.2f}×)",
+            statistics.median(r[0][0] for r in done),
             f"the same patch, {SMALL_FILES}-file distribution",
-            statistics.median(r[1] for r in done),
+            statistics.median(r[1][0] for r in done),
             1.5,
-            paired=statistics.median(r[0] / r[1] for r in done),
+            paired=statistics.median(r[0][0] / r[1][0] for r in done),
         )
     )
 
@@ -376,7 +386,28 @@ def _bytes(report: Report, pythons: dict[int, Path], env: dict[str, str], runs: 
                 floor_s,
             )
         )
+    for curve, tag, floor_name in (
+        (pristine, "pristine", f"sha256sum, xargs -P {n_cores}"),
+        (sbom, "sbom", "cat every METADATA and RECORD"),
+    ):
+        report.add(_slope(curve, tag, floor_name))
     return [pristine, sbom]
+
+
+def _slope(curve: Curve, tag: str, floor_name: str) -> Figure:
+    """Linear growth: the time each added MiB (distribution) costs between the two largest
+    sizes, beside the same between the two smallest (about equal when the cost is linear) and
+    the floor's; the fixed cost (start-up) drops out of a difference."""
+    (_, a0, o0, f0), (_, a1, o1, f1), (_, a2, o2, f2) = curve.points[-3:]
+    unit = "MiB" if curve.unit == "MiB" else "distribution"
+    return Figure(
+        f"G-{tag}-slope",
+        f"compatkit {curve.name}: each added {unit} from {a1:.0f} to {a2:.0f} (from {a0:.0f} "
+        f"to {a1:.0f}: {_per(o1 - o0, a1 - a0)}; the floor's {_per(f1 - f0, a1 - a0)})",
+        (o2 - o1) / (a2 - a1),
+        f"{floor_name}, each added {unit}",
+        (f2 - f1) / (a2 - a1),
+    )
 
 
 def _medians(runs: int, *actions: Callable[[], float]) -> tuple[float, ...]:
