@@ -217,7 +217,7 @@ def _listed(site: Path) -> list[str]:
 
 def run(report: Report) -> None:
     quick = report.quick
-    runs = 1 if quick else 7
+    runs = 1 if quick else 15
     pythons, appliers = environments()
     env = _env()
     for python in pythons.values():  # status and verify read an applied patchset
@@ -238,43 +238,48 @@ def _targeted(
     report: Report, pythons: dict[int, Path], tool: Path, env: dict[str, str], runs: int
 ) -> None:
     """G-status and G-verify: each size's command and its venv's ``python -c pass`` in the
-    same rounds. A bigger site-packages slows the interpreter's own start-up too (``site``
-    lists it; the import system lists it for every top-level import), so the growth rows
-    compare compatkit's part: the command minus its interpreter's start-up, per round.
-    ``-tool`` rows: the same from a separate tool venv with ``--python`` (compatkit's own
-    environment then stays small: its entry-point scan, see load/registry.py, does not grow)."""
+    same rounds, each timed in wall and CPU time (user + system of the child).
+
+    A bigger site-packages slows the interpreter's own start-up too (``site`` lists it; the
+    import system lists it for every top-level import), so the growth rows compare
+    compatkit's part: the command's CPU time minus its interpreter's start-up CPU time, per
+    round (CPU time: on a machine shared with other jobs the wall time swings by tens of
+    percent between rounds, the CPU time much less). ``-tool`` rows: the same from a separate
+    tool venv with ``--python`` (compatkit's own environment then stays small: its
+    entry-point scan, load/registry.py, does not grow)."""
     forms = {
         "": lambda p, what: _ck(p, what, "growth"),
         "-tool": lambda p, what: _ck(tool, "--python", str(p), what, "growth"),
     }
     for what in ("status", "verify"):
         for suffix, command in forms.items():
-            actions: list[Callable[[], float]] = []
+            actions: list[Callable[[], tuple[float, float]]] = []
             for p in pythons.values():
-                actions.append(lambda p=p: timed([str(p), "-c", "pass"], env=env))
-                actions.append(lambda p=p, w=what, c=command: timed(c(p, w), env=env))
+                actions.append(lambda p=p: _timed_cpu([str(p), "-c", "pass"], env))
+                actions.append(lambda p=p, w=what, c=command: _timed_cpu(c(p, w), env))
             done = rounds(runs, *actions)
+            wall = [[x[0] for x in r] for r in done]
             for i, n in enumerate(SIZES):
                 report.add(
                     Figure(
                         f"G-{what}{suffix}-{n}",
                         f"compatkit {what} growth{' (--python, tool venv)' * bool(suffix)}, "
                         f"{n} distributions",
-                        statistics.median(r[2 * i + 1] for r in done),
+                        statistics.median(r[2 * i + 1] for r in wall),
                         "python -c pass (same venv)",
-                        statistics.median(r[2 * i] for r in done),
-                        paired=statistics.median(r[2 * i + 1] / r[2 * i] for r in done),
+                        statistics.median(r[2 * i] for r in wall),
+                        paired=statistics.median(r[2 * i + 1] / r[2 * i] for r in wall),
                     )
                 )
             last = 2 * (len(SIZES) - 1)
-            own = [(r[last + 1] - r[last], r[1] - r[0]) for r in done]
+            own = [(r[last + 1][1] - r[last][1], r[1][1] - r[0][1]) for r in done]
             report.add(
                 Figure(
                     f"G-{what}{suffix}-{SIZES[-1]}/{SIZES[0]}",
-                    f"compatkit {what}{' --python' * bool(suffix)}: its time beyond the "
+                    f"compatkit {what}{' --python' * bool(suffix)}: its CPU time beyond the "
                     f"interpreter's start-up, {SIZES[-1]} distributions against {SIZES[0]} "
-                    f"(whole commands: {_ratio(done, last + 1, 1):.2f}×; python -c pass "
-                    f"alone: {_ratio(done, last, 0):.2f}×)",
+                    f"(wall, whole commands: {_ratio(wall, last + 1, 1):.2f}×; python -c "
+                    f"pass alone: {_ratio(wall, last, 0):.2f}×)",
                     statistics.median(a for a, _ in own),
                     f"the same, {SIZES[0]} distributions",
                     statistics.median(b for _, b in own),
@@ -282,6 +287,14 @@ def _targeted(
                     paired=statistics.median(a / b for a, b in own if b > 0),
                 )
             )
+
+
+def _timed_cpu(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """:func:`common.timed`'s wall time, and the child's CPU time (user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    elapsed = timed(cmd, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def _ratio(done: list[list[float]], top: int, bottom: int) -> float:
@@ -296,10 +309,7 @@ def _apply(report: Report, appliers: dict[int, Path], env: dict[str, str], runs:
     def one(python: Path) -> Callable[[], tuple[float, float]]:
         def run() -> tuple[float, float]:
             os.sync()
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            elapsed = timed(_ck(python, "apply", "gapply"), env=env)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            elapsed, cpu = _timed_cpu(_ck(python, "apply", "gapply"), env)
             subprocess.run(
                 _ck(python, "revert", "gapply"), check=True, env=env, stdout=subprocess.DEVNULL
             )
