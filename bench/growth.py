@@ -7,18 +7,23 @@ wheel, its bytecode compiled) and one distribution of 15,000 files. Built once u
 itself is reinstalled into them on every run.
 
 - ``G-status`` / ``G-verify``: ``status NAME`` and ``verify NAME`` of a one-file patchset
-  targeting one distribution, in each environment, timed in the same rounds as ``python -c
-  pass``; ``G-status-400/10`` and ``G-verify-400/10`` divide the 400-distribution time by the
-  10-distribution one (rounds paired): the cost must not grow with the environment.
+  targeting one distribution, in each environment, each in the same rounds as its venv's
+  ``python -c pass``; ``G-status-400/10`` and ``G-verify-400/10``: compatkit's CPU time
+  beyond the interpreter's start-up at 400 distributions against 10 (rounds paired): the
+  cost must not grow with the environment. ``-tool`` rows: the same run from a tool venv
+  with ``--python``.
 - ``G-apply``: ``apply`` of a 3-file patch to a 15,000-file distribution against the same patch
   on a 100-file one (each round: apply timed, revert untimed).
 - ``G-pristine`` / ``G-sbom``: ``verify --pristine --all`` and ``sbom`` in each environment,
   with the physical floor timed in the same rounds (``sha256sum`` with ``xargs -P <cores>``
   over the same files for the pristine check; ``cat > /dev/null`` of every ``METADATA`` and
   ``RECORD`` for the SBOM, which reads metadata and hashes no file). Each row gives time per
-  MiB (per distribution for the SBOM) for compatkit and for its floor.
+  MiB (per distribution for the SBOM) for compatkit and for its floor; ``-slope`` rows: the
+  time each added MiB (distribution) costs, which a fixed start-up cost does not blur.
 
-``--quick`` (CI): the same environments, 1 round each, no plot.
+``--quick`` (CI's ``nox -s bench_quick``): the same rows at 10, 20 and 40 distributions and a
+2,000-file distribution, 1 round each, no targets, no plot. Full mode: 15 rounds, and
+docs/growth.svg when matplotlib is importable (``nox -s bench`` installs it).
 """
 
 from __future__ import annotations
@@ -44,9 +49,11 @@ PRISTINE_ALL = ["verify", "--pristine", "--all"]
 CACHE = ROOT / "build" / "bench-growth"
 LAYOUT = "1"  # bump when the environments below change: cached ones are rebuilt
 SIZES = (10, 100, 400)
+QUICK_SIZES = (10, 20, 40)  # --quick (CI): the same rows, small enough to build in seconds
 MODULES = 4  # per distribution
 MODULE_BYTES = 64 * 1024  # each module: 256 KiB a distribution, 100 MiB for 400
 BIG_FILES, SMALL_FILES = 15_000, 100
+QUICK_BIG_FILES = 2_000
 PATCHED = 3  # files the apply patch changes
 
 HEADER = (
@@ -123,13 +130,14 @@ def _site(python: Path) -> Path:
     return next(python.parent.parent.glob("lib/python3*/site-packages"))
 
 
-def environments() -> tuple[dict[int, Path], dict[int, Path]]:
-    """The venvs of :data:`SIZES` distributions and the two apply venvs (15,000 and 100 files),
-    by size; compatkit freshly installed into each (a wheel of this tree, bytecode compiled)."""
+def environments(sizes: tuple[int, ...], big: int) -> tuple[dict[int, Path], dict[int, Path]]:
+    """The venvs of ``sizes`` distributions and the two apply venvs (``big`` and
+    :data:`SMALL_FILES` files), by size; compatkit freshly installed into each (a wheel of this
+    tree, bytecode compiled)."""
     wheels = CACHE / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
-    for i in range(max(SIZES)):
+    for i in range(max(sizes)):
         name = f"gdist-{i}"
         path = wheels / f"gdist_{i}-1.0-py3-none-any.whl"
         if not path.is_file():
@@ -140,9 +148,9 @@ def environments() -> tuple[dict[int, Path], dict[int, Path]]:
             files[f"gdist_{i}/__init__.py"] = b""
             path = build_wheel(wheels, name, "1.0", files)
         made.append(path)
-    pythons = {n: _venv(CACHE / f"env-{n}", made[:n]) for n in SIZES}
+    pythons = {n: _venv(CACHE / f"env-{n}", made[:n]) for n in sizes}
     appliers = {}
-    for n in (SMALL_FILES, BIG_FILES):
+    for n in (SMALL_FILES, big):
         folder = wheels / f"files-{n}"
         folder.mkdir(exist_ok=True)
         path = folder / "gapply-1.0-py3-none-any.whl"
@@ -218,7 +226,8 @@ def _listed(site: Path) -> list[str]:
 def run(report: Report) -> None:
     quick = report.quick
     runs = 1 if quick else 15
-    pythons, appliers = environments()
+    sizes, big = (QUICK_SIZES, QUICK_BIG_FILES) if quick else (SIZES, BIG_FILES)
+    pythons, appliers = environments(sizes, big)
     env = _env()
     for python in pythons.values():  # status and verify read an applied patchset
         _quiet(_ck(python, "revert", "growth"), env)
@@ -247,6 +256,7 @@ def _targeted(
     percent between rounds, the CPU time much less). ``-tool`` rows: the same from a separate
     tool venv with ``--python`` (compatkit's own environment then stays small: its
     entry-point scan, load/registry.py, does not grow)."""
+    sizes = list(pythons)
     forms = {
         "": lambda p, what: _ck(p, what, "growth"),
         "-tool": lambda p, what: _ck(tool, "--python", str(p), what, "growth"),
@@ -259,7 +269,7 @@ def _targeted(
                 actions.append(lambda p=p, w=what, c=command: _timed_cpu(c(p, w), env))
             done = rounds(runs, *actions)
             wall = [[x[0] for x in r] for r in done]
-            for i, n in enumerate(SIZES):
+            for i, n in enumerate(sizes):
                 report.add(
                     Figure(
                         f"G-{what}{suffix}-{n}",
@@ -271,19 +281,19 @@ def _targeted(
                         paired=statistics.median(r[2 * i + 1] / r[2 * i] for r in wall),
                     )
                 )
-            last = 2 * (len(SIZES) - 1)
+            last = 2 * (len(sizes) - 1)
             own = [(r[last + 1][1] - r[last][1], r[1][1] - r[0][1]) for r in done]
             report.add(
                 Figure(
-                    f"G-{what}{suffix}-{SIZES[-1]}/{SIZES[0]}",
+                    f"G-{what}{suffix}-{sizes[-1]}/{sizes[0]}",
                     f"compatkit {what}{' --python' * bool(suffix)}: its CPU time beyond the "
-                    f"interpreter's start-up, {SIZES[-1]} distributions against {SIZES[0]} "
+                    f"interpreter's start-up, {sizes[-1]} distributions against {sizes[0]} "
                     f"(wall, whole commands: {_ratio(wall, last + 1, 1):.2f}×; python -c "
                     f"pass alone: {_ratio(wall, last, 0):.2f}×)",
                     statistics.median(a for a, _ in own),
-                    f"the same, {SIZES[0]} distributions",
+                    f"the same, {sizes[0]} distributions",
                     statistics.median(b for _, b in own),
-                    1.1,
+                    None if report.quick else 1.1,  # targets: full mode's sizes
                     paired=statistics.median(a / b for a, b in own if b > 0),
                 )
             )
@@ -319,19 +329,20 @@ def _apply(report: Report, appliers: dict[int, Path], env: dict[str, str], runs:
 
     for python in appliers.values():
         _quiet(_ck(python, "revert", "gapply"), env)
-    done = rounds(runs, one(appliers[BIG_FILES]), one(appliers[SMALL_FILES]), warmup=1)
+    big = max(appliers)
+    done = rounds(runs, one(appliers[big]), one(appliers[SMALL_FILES]), warmup=1)
     big_cpu = statistics.median(r[0][1] for r in done)
     small_cpu = statistics.median(r[1][1] for r in done)
     report.add(
         Figure(
             "G-apply",
-            f"apply of a {PATCHED}-file patch to a {BIG_FILES:,}-file distribution (CPU time: "
+            f"apply of a {PATCHED}-file patch to a {big:,}-file distribution (CPU time: "
             f"{big_cpu * 1000:.0f} ms against {small_cpu * 1000:.0f} ms, "
             f"{statistics.median(r[0][1] / r[1][1] for r in done):.2f}×)",
             statistics.median(r[0][0] for r in done),
             f"the same patch, {SMALL_FILES}-file distribution",
             statistics.median(r[1][0] for r in done),
-            1.5,
+            None if report.quick else 1.5,
             paired=statistics.median(r[0][0] / r[1][0] for r in done),
         )
     )
@@ -340,16 +351,16 @@ def _apply(report: Report, appliers: dict[int, Path], env: dict[str, str], runs:
 class Curve:
     """One command's times at each size, beside its floor's."""
 
-    def __init__(self, name: str, unit: str) -> None:
-        self.name, self.unit = name, unit
+    def __init__(self, name: str, unit: str, floor: str) -> None:
+        self.name, self.unit, self.floor = name, unit, floor
         self.points: list[tuple[int, float, float, float]] = []  # (dists, amount, ours, floor)
 
 
 def _bytes(report: Report, pythons: dict[int, Path], env: dict[str, str], runs: int) -> list[Curve]:
     """G-pristine and G-sbom at each size, each in the same rounds as its floor."""
     n_cores = cores()
-    pristine = Curve("verify --pristine --all", "MiB")
-    sbom = Curve("sbom", "distributions")
+    pristine = Curve(" ".join(PRISTINE_ALL), "MiB", f"sha256sum, xargs -P {n_cores}")
+    sbom = Curve("sbom", "distributions", "cat every METADATA and RECORD")
     for n, python in pythons.items():
         site = _site(python)
         files = _listed(site)
@@ -396,15 +407,12 @@ def _bytes(report: Report, pythons: dict[int, Path], env: dict[str, str], runs: 
                 floor_s,
             )
         )
-    for curve, tag, floor_name in (
-        (pristine, "pristine", f"sha256sum, xargs -P {n_cores}"),
-        (sbom, "sbom", "cat every METADATA and RECORD"),
-    ):
-        report.add(_slope(curve, tag, floor_name))
+    report.add(_slope(pristine, "pristine"))
+    report.add(_slope(sbom, "sbom"))
     return [pristine, sbom]
 
 
-def _slope(curve: Curve, tag: str, floor_name: str) -> Figure:
+def _slope(curve: Curve, tag: str) -> Figure:
     """Linear growth: the time each added MiB (distribution) costs between the two largest
     sizes, beside the same between the two smallest (about equal when the cost is linear) and
     the floor's; the fixed cost (start-up) drops out of a difference."""
@@ -415,7 +423,7 @@ def _slope(curve: Curve, tag: str, floor_name: str) -> Figure:
         f"compatkit {curve.name}: each added {unit} from {a1:.0f} to {a2:.0f} (from {a0:.0f} "
         f"to {a1:.0f}: {_per(o1 - o0, a1 - a0)}; the floor's {_per(f1 - f0, a1 - a0)})",
         (o2 - o1) / (a2 - a1),
-        f"{floor_name}, each added {unit}",
+        f"{curve.floor}, each added {unit}",
         (f2 - f1) / (a2 - a1),
     )
 
@@ -427,6 +435,10 @@ def _medians(runs: int, *actions: Callable[[], float]) -> tuple[float, ...]:
 
 def _per(seconds: float, amount: float) -> str:
     return f"{seconds * 1000 / amount:.2f} ms" if amount else "-"
+
+
+def machine_short() -> str:
+    return f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
 
 
 def _plot(curves: list[Curve], report: Report) -> None:
@@ -443,11 +455,12 @@ def _plot(curves: list[Curve], report: Report) -> None:
     for ax, curve in zip(axes, curves, strict=True):
         xs = [p[1] for p in curve.points]
         ax.plot(xs, [p[2] * 1000 for p in curve.points], "o-", label=f"compatkit {curve.name}")
-        ax.plot(xs, [p[3] * 1000 for p in curve.points], "s--", label="floor")
+        ax.plot(xs, [p[3] * 1000 for p in curve.points], "s--", label=f"floor: {curve.floor}")
         ax.set_xlabel(curve.unit)
         ax.set_ylabel("ms (median)")
         ax.set_title(curve.name)
         ax.legend()
+    fig.suptitle(f"issue 36, growth (bench/growth.py): {machine_short()}", fontsize=9)
     fig.tight_layout()
     out = ROOT / "docs" / "growth.svg"
     fig.savefig(out, metadata={"Date": None})
