@@ -24,7 +24,6 @@ from compatkit.env.disk import JOURNAL
 from compatkit.env.lock import locked
 from compatkit.env.state import State, find_applied, load_state, state_names, state_relpath
 from compatkit.env.target import Dist, Environment
-from compatkit.errors import CompatkitError
 
 if TYPE_CHECKING:
     from compatkit.env import txn
@@ -69,32 +68,26 @@ class Session:
         txn.commit(self.dist, changes)
 
 
-def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
+def locate(
+    registry: Registry, env: Environment, name: str, target: str | None = None
+) -> Dist | None:
     """The distribution a session on ``name`` opens: the one holding its state, else the one
     the patchset targets (None: not installed).
 
-    The target is asked first: when it holds the state (the common case) no other
-    distribution is read, so the cost does not grow with the environment (issue 36). Only a
-    patchset this registry cannot load, or one its target holds no state for, has every
-    distribution's state folder listed (:func:`compatkit.env.state.find_applied`)."""
-    target = _target(registry, env, name)
-    if target is not None and os.path.isfile(target.root / state_relpath(target, name)):
-        return target
+    ``target``: the distribution the patchset targets, when the caller has loaded it (verify
+    does anyway). It is asked first: when it holds the state (the common case) no other
+    distribution is read, so the cost does not grow with the environment (issue 36). Without
+    it (revert works from the state alone and never loads the patchset), or when the target
+    holds no state, every distribution's state folder is listed
+    (:func:`compatkit.env.state.find_applied`)."""
+    if target is not None:
+        dist = env.find(target)
+        if dist is not None and os.path.isfile(dist.root / state_relpath(dist, name)):
+            return dist
     dist = find_applied(env, name)
     if dist is None:
-        dist = env.find(registry.get(name).distribution)
+        dist = env.find(target if target is not None else registry.get(name).distribution)
     return dist
-
-
-def _target(registry: Registry, env: Environment, name: str) -> Dist | None:
-    """The installed distribution ``name`` targets; None when the registry does not know or
-    cannot load it (a revert needs only the state, so that is no error here)."""
-    if name not in registry.names():
-        return None
-    try:
-        return env.find(registry.get(name).distribution)
-    except CompatkitError:  # a conflict, a patchset that no longer loads, unreadable metadata
-        return None
 
 
 def _recover(dist: Dist) -> bool:
