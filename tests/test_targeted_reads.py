@@ -17,8 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from compatkit.model.records import Row
+from compatkit.model.records import Record, Row, row_for
 from conftest import DEMO_FILES, UV, Demo, Venv, build_wheel, install_demo, run_cli
 
 OTHERS = 12
@@ -120,3 +122,41 @@ def test_apply_reads_a_big_record_once(
     )
     assert code == 0, err
     assert 0 < made < 20  # the rows apply reads and writes, none for the lines it keeps
+
+
+@given(
+    paths=st.lists(st.sampled_from(["a.py", "b.py", "c/d.py", '"e,f.py"', "g.py"]), max_size=8),
+    replaced=st.sets(st.sampled_from(["a.py", "c/d.py", "e,f.py", "x.py"])),
+    removed=st.sets(st.sampled_from(["b.py", "g.py", "e,f.py", "y.py"])),
+    appended=st.lists(st.sampled_from(["a.py", "n.py", "m,n.py"]), max_size=3),
+    crlf=st.booleans(),
+)
+def test_a_lazy_record_edits_as_its_rows_do(
+    paths: list[str],
+    replaced: set[str],
+    removed: set[str],
+    appended: list[str],
+    crlf: bool,
+) -> None:
+    """Record.edit on the raw lines of a parsed RECORD (no rows built) gives the record the
+    row-by-row edit gives (the one before issue 36), quoted paths and repeats included; and
+    its rows, rendering, lookups and equality are the materialized record's."""
+    end = "\r\n" if crlf else "\n"
+    data = "".join(f"{p},sha256=h{i},{i}{end}" for i, p in enumerate(paths)).encode()
+    replace = {p: row_for(p, p.encode()) for p in replaced}
+    append = [row_for(p, b"new") for p in appended]
+    lazy = Record.parse(data)
+    built = Record.parse(data)
+    rows = [replace.get(r.path, r) for r in built.rows if r.path not in removed]
+    present = {r.path for r in rows}
+    rows += [r for r in append if r.path not in present]
+    expected = Record(tuple(rows), built.terminator, built.final_newline or not built.rows)
+    got = lazy.edit(replace, removed, append)
+    assert got == expected
+    assert got.render() == expected.render()
+    assert got.rows == expected.rows
+    assert got.paths() == expected.paths() == Record.paths_in(got.render())
+    for p in ["a.py", "e,f.py", "n.py", "zz.py"]:
+        first = next((i for i, r in enumerate(rows) if r.path == p), None)  # a path's first row
+        assert got.index(p) == first
+        assert got.get(p) == (None if first is None else rows[first])

@@ -83,11 +83,6 @@ def row_for(path: str, data: bytes | None) -> Row:
     return Row.from_raw(buf.getvalue())
 
 
-def _path_of(raw: str) -> str:
-    """The path of a row (``Row.from_raw(raw).path``), quickly for a row without quotes."""
-    return raw.partition(",")[0] if '"' not in raw else Row.from_raw(raw).path
-
-
 def _lines(data: bytes) -> tuple[list[str], str, bool]:
     """A RECORD's rows (raw text), its line terminator and whether it ends with one."""
     text = data.decode("utf-8", "surrogateescape")
@@ -136,8 +131,11 @@ class Record(Value):
     def _path_list(self) -> list[str]:
         """Each row's path, in order, without building the rows."""
         if self._paths is None:
-            if self._rows is None:
-                self._paths = [_path_of(r) for r in self._raws]
+            if self._rows is None:  # Row.from_raw(r).path; split inline for a row without quotes
+                self._paths = [
+                    r.partition(",")[0] if '"' not in r else Row.from_raw(r).path
+                    for r in self._raws
+                ]
             else:
                 self._paths = [r.path for r in self._rows]
         return self._paths
@@ -157,7 +155,9 @@ class Record(Value):
         >>> sorted(Record.paths_in(b'a.py,sha256=x,1\\n"b,c.py",,\\n'))
         ['a.py', 'b,c.py']
         """
-        return {_path_of(r) for r in _lines(data)[0]}
+        return {  # as _path_list: Row.from_raw(r).path, split inline without quotes
+            r.partition(",")[0] if '"' not in r else Row.from_raw(r).path for r in _lines(data)[0]
+        }
 
     def render(self) -> bytes:
         raws = self._raw_list()
@@ -168,11 +168,9 @@ class Record(Value):
 
     @property
     def _positions(self) -> dict[str, int]:
-        if self._index is None:
-            positions: dict[str, int] = {}
-            for i, path in enumerate(self._path_list()):
-                positions.setdefault(path, i)
-            self._index = positions
+        if self._index is None:  # each path's first row: later rows overwrite, so go backwards
+            paths = self._path_list()
+            self._index = {paths[i]: i for i in range(len(paths) - 1, -1, -1)}
         return self._index
 
     def get(self, path: str) -> Row | None:
@@ -215,7 +213,10 @@ class Record(Value):
             for raw, p in zip(raws, paths, strict=True)
             if p not in remove
         ]
-        present = {replace[p].path if p in replace else p for p in paths if p not in remove}
+        if all(row.path == p for p, row in replace.items()):  # as row_for makes them
+            present = set(paths).difference(remove)
+        else:
+            present = {replace[p].path if p in replace else p for p in paths if p not in remove}
         kept += [r.raw for r in append if r.path not in present]
         return Record._of_raws(kept, self.terminator, self.final_newline or not raws)
 
