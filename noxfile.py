@@ -453,7 +453,7 @@ def compat_docs(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bench(session: nox.Session) -> None:
-    """P1-P7 and F1 (bench/run.py) on the real stack; writes docs/benchmarks.md.
+    """P1-P7, F1 and G (bench/run.py) on the real stack; writes docs/benchmarks.md.
 
     Each a ratio to a reference measured in the same run, with compatkit installed in the
     real-stack venv as users get it (not editable, bytecode compiled)."""
@@ -472,6 +472,8 @@ def _bench(session: nox.Session, quick: bool) -> None:
     session.install(
         "-e", ".[ray]", "nox", "pytest"
     )  # F1: a local Ray cluster (tests/raycluster.py)
+    if not quick:  # G's plot, docs/growth.svg (bench/growth.py; skipped with a line without it)
+        session.install("matplotlib")
     target = _real_env(session, "bench")
     # compatkit as users get it: a real (not editable) install with compiled bytecode
     session.run(

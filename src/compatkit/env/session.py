@@ -25,7 +25,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names
+from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names, state_relpath
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 
@@ -72,12 +72,25 @@ class Session:
         txn.commit(self.dist, changes)
 
 
-def locate(registry: Registry, env: Environment, name: str) -> Dist | None:
+def locate(
+    registry: Registry, env: Environment, name: str, target: str | None = None
+) -> Dist | None:
     """The distribution a session on ``name`` opens: the one holding its state, else the one
-    the patchset targets (None: not installed)."""
+    the patchset targets (None: not installed).
+
+    ``target``: the distribution the patchset targets, when the caller has loaded it (verify
+    does anyway). It is asked first: when it holds the state (the common case) no other
+    distribution is read, so the cost does not grow with the environment (issue 36). Without
+    it (revert works from the state alone and never loads the patchset), or when the target
+    holds no state, every distribution's state folder is listed
+    (:func:`compatkit.env.state.find_applied`)."""
+    if target is not None:
+        dist = env.find(target)
+        if dist is not None and os.path.isfile(dist.root / state_relpath(dist, name)):
+            return dist
     dist = find_applied(env, name)
     if dist is None:
-        dist = env.find(registry.get(name).distribution)
+        dist = env.find(target if target is not None else registry.get(name).distribution)
     return dist
 
 

@@ -40,7 +40,7 @@ class Ownership:
         self.dist_info = dist_info
         self.name = name or dist_info.partition("-")[0]
         self._exists = exists  # whether a root-relative path exists (lstat: anything there)
-        self._dirs = {p.rpartition("/")[0] for p in self.owned if "/" in p}
+        self._dirs: set[str] | None = None  # built on first need: a file it owns needs none
 
     def problem(self, path: str) -> str | None:
         """Why ``path`` is not this distribution's to touch (None: it is)."""
@@ -54,6 +54,8 @@ class Ownership:
             return (
                 f"{shown(path)} is bytecode of {shown(source)}, which is not a file of {self.name}"
             )
+        if self._dirs is None:
+            self._dirs = {p.rpartition("/")[0] for p in self.owned if "/" in p}
         while folder and folder not in self._dirs:
             if self._exists(folder):
                 return f"{shown(path)} is not inside a folder of {self.name}"

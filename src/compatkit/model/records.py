@@ -87,45 +87,104 @@ def row_with(path: str, digest: tuple[str, int] | None) -> Row:
     return Row.from_raw(buf.getvalue())
 
 
+def _lines(data: bytes) -> tuple[list[str], str, bool]:
+    """A RECORD's rows (raw text), its line terminator and whether it ends with one."""
+    text = data.decode("utf-8", "surrogateescape")
+    terminator = "\r\n" if "\r\n" in text else "\n"
+    final_newline = text.endswith("\n")
+    body = text[: -len(terminator)] if text.endswith(terminator) else text
+    return (body.split(terminator) if body else []), terminator, final_newline
+
+
 class Record(Value):
-    __slots__ = ("rows", "terminator", "final_newline", "_index")
+    """A RECORD's rows, in order. One parsed from bytes builds a :class:`Row` per line only
+    when something asks for them all: a command that reads or edits a few rows of a
+    15,000-row RECORD reads their paths alone (issue 36, G-apply). A row is a function of its
+    raw text (every row is made by :meth:`Row.from_raw`), so records compare by raw text."""
+
+    __slots__ = ("_rows", "_raws", "terminator", "final_newline", "_index", "_paths")
 
     def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
-        self.rows = rows
+        self._rows: tuple[Row, ...] | None = rows
+        self._raws: list[str] = []  # the rows' raw text while ``_rows`` is None
         self.terminator = terminator
         self.final_newline = final_newline
         self._index: dict[str, int] | None = None
+        self._paths: list[str] | None = None
+
+    @classmethod
+    def _of_raws(cls, raws: list[str], terminator: str, final_newline: bool) -> Record:
+        record = cls((), terminator, final_newline)
+        record._rows, record._raws = None, raws
+        return record
 
     @classmethod
     def parse(cls, data: bytes) -> Record:
-        text = data.decode("utf-8", "surrogateescape")
-        terminator = "\r\n" if "\r\n" in text else "\n"
-        final_newline = text.endswith("\n")
-        body = text[: -len(terminator)] if text.endswith(terminator) else text
-        raws = body.split(terminator) if body else []
-        return cls(tuple(Row.from_raw(r) for r in raws), terminator, final_newline)
+        return cls._of_raws(*_lines(data))
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        if self._rows is None:
+            self._rows = tuple(Row.from_raw(r) for r in self._raws)
+            self._raws = []
+        return self._rows
+
+    def _raw_list(self) -> list[str]:
+        return self._raws if self._rows is None else [r.raw for r in self._rows]
+
+    def _path_list(self) -> list[str]:
+        """Each row's path, in order, without building the rows."""
+        if self._paths is None:
+            if self._rows is None:  # Row.from_raw(r).path; split inline for a row without quotes
+                self._paths = [
+                    r.partition(",")[0] if '"' not in r else Row.from_raw(r).path
+                    for r in self._raws
+                ]
+            else:
+                self._paths = [r.path for r in self._rows]
+        return self._paths
+
+    def _fields(self) -> tuple[object, ...]:
+        return (tuple(self._raw_list()), self.terminator, self.final_newline)
+
+    def __repr__(self) -> str:
+        return f"Record(rows={self.rows!r}, terminator={self.terminator!r}, " + (
+            f"final_newline={self.final_newline!r})"
+        )
+
+    @staticmethod
+    def paths_in(data: bytes) -> set[str]:
+        """``parse(data).paths()`` without the rest: a check that needs only who owns what.
+
+        >>> sorted(Record.paths_in(b'a.py,sha256=x,1\\n"b,c.py",,\\n'))
+        ['a.py', 'b,c.py']
+        """
+        return {  # as _path_list: Row.from_raw(r).path, split inline without quotes
+            r.partition(",")[0] if '"' not in r else Row.from_raw(r).path for r in _lines(data)[0]
+        }
 
     def render(self) -> bytes:
-        text = self.terminator.join(r.raw for r in self.rows)
-        if self.rows and self.final_newline:
+        raws = self._raw_list()
+        text = self.terminator.join(raws)
+        if raws and self.final_newline:
             text += self.terminator
         return text.encode("utf-8", "surrogateescape")
 
     @property
     def _positions(self) -> dict[str, int]:
-        if self._index is None:
-            positions: dict[str, int] = {}
-            for i, row in enumerate(self.rows):
-                positions.setdefault(row.path, i)
-            self._index = positions
+        if self._index is None:  # each path's first row: later rows overwrite, so go backwards
+            paths = self._path_list()
+            self._index = {paths[i]: i for i in range(len(paths) - 1, -1, -1)}
         return self._index
 
     def get(self, path: str) -> Row | None:
         i = self._positions.get(path)
-        return None if i is None else self.rows[i]
+        if i is None:
+            return None
+        return self._rows[i] if self._rows is not None else Row.from_raw(self._raws[i])
 
     def paths(self) -> set[str]:
-        return {r.path for r in self.rows}
+        return set(self._path_list())
 
     def replace(self, path: str, row: Row) -> Record:
         return Record(
@@ -150,11 +209,20 @@ class Record(Value):
         return self._positions.get(path)
 
     def edit(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
-        """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs)."""
-        rows = [replace.get(r.path, r) for r in self.rows if r.path not in remove]
-        present = {r.path for r in rows}
-        rows += [r for r in append if r.path not in present]
-        return Record(tuple(rows), self.terminator, self.final_newline or not self.rows)
+        """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs), on
+        the raw text: no row is built for the lines it keeps."""
+        raws, paths = self._raw_list(), self._path_list()
+        kept = [
+            replace[p].raw if p in replace else raw
+            for raw, p in zip(raws, paths, strict=True)
+            if p not in remove
+        ]
+        if all(row.path == p for p, row in replace.items()):  # as row_for makes them
+            present = set(paths).difference(remove)
+        else:
+            present = {replace[p].path if p in replace else p for p in paths if p not in remove}
+        kept += [r.raw for r in append if r.path not in present]
+        return Record._of_raws(kept, self.terminator, self.final_newline or not raws)
 
     def insert_all(self, rows: list[tuple[int, Row]]) -> Record:
         """``insert(index, row)`` for each pair in turn, in one pass (a loop is quadratic).

@@ -69,7 +69,10 @@ def verify(registry: Registry, env: Environment, names: list[str]) -> VerifyResu
 
 def problems(registry: Registry, env: Environment, name: str) -> list[str]:
     """Every way ``name`` is not fully applied and intact here (empty: verified)."""
-    dist = locate(registry, env, name)
+    # the patchset is loaded below whenever it is known here: its target first, so that only
+    # that distribution is read (issue 36)
+    target = registry.get(name).distribution if name in registry.names() else None
+    dist = locate(registry, env, name, target)
     if dist is None:
         return [f"{name}: its target distribution is not installed"]
     with Session.open(dist) as s:
