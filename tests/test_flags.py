@@ -23,6 +23,10 @@ OLD = [
     (["rebase", "demo-fix", "--target", "demo==2.0", "--to", "demo==2.0"], "--to"),
     (["rebase", "demo-fix", "--target", "demo==2.0", "--into", "d"], "--into"),
     (["upstream", "demo-fix", "--target", "demo==2.0", "--against", "demo==2.0"], "--against"),
+    # no abbreviations: `verify --all` once meant `verify --allow-empty`
+    (["verify", "--all"], "--all"),
+    (["apply", "demo-fix", "--dry"], "--dry"),
+    (["wheel", "demo-fix", "--over"], "--over"),
 ]
 
 

@@ -196,9 +196,19 @@ def test_an_option_added_to_the_table_is_parsed_and_in_the_help(
 
 
 def test_an_abbreviated_global_option_before_the_command_is_not_a_crash() -> None:
-    """``--pyth x status``: argparse reads ``x`` as --python's value; the parser must be
-    built for ``status``, not for ``x`` (it used to raise AttributeError, a traceback)."""
-    ns = parser.parse(["--pyth", "x", "status"])
+    """``--pyth x status``: no abbreviation is taken (one meaning per flag), so it is a usage
+    error naming the flag, never a traceback (it once raised AttributeError); the full names
+    work."""
+    for argv, flag in (
+        (["--pyth", "x", "status"], "--pyth"),
+        (["--patchset", "d", "list"], "--patchset"),
+    ):
+        with pytest.raises(parser.UsageExit) as exc:
+            parser.parse(argv)
+        message = exc.value.message
+        assert exc.value.code == 2 and "\n" not in message, message
+        assert flag in message or "unknown command" in message, message
+    ns = parser.parse(["--python", "x", "status"])
     assert ns is not None and ns.command == "status" and ns.python == "x"
-    ns = parser.parse(["--patchset", "d", "list"])
+    ns = parser.parse(["--patchset-dir", "d", "list"])
     assert ns is not None and ns.command == "list" and ns.patchset_dir == [Path("d")]

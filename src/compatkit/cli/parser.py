@@ -56,6 +56,9 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
+        # no prefixes: `verify --all` is not `verify --allow-empty`, and a flag added later
+        # never changes what an abbreviation in someone's script meant
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
