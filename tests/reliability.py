@@ -20,7 +20,7 @@ from pathlib import Path
 
 from compatkit.cli.main import main
 from compatkit.env import txn
-from conftest import Venv
+from helpers import Venv
 
 FULL = os.environ.get("COMPATKIT_FULL", "") not in ("", "0")
 FUZZ_EXAMPLES = int(os.environ.get("COMPATKIT_FUZZ_EXAMPLES") or (10_000 if FULL else 1_000))

@@ -20,7 +20,7 @@ from compatkit import bounded
 from compatkit.env.target import Environment
 from compatkit.model.records import hash_bytes, row_for
 from compatkit.ops.verify import pristine_problems
-from conftest import Venv, build_wheel, run_cli
+from helpers import Venv, build_wheel, run_cli
 
 MIB = 1 << 20
 

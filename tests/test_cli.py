@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.cli.main import main
-from conftest import UV, Demo, run_cli, write_patchset
+from helpers import UV, Demo, run_cli, write_patchset
 
 ROOT = Path(__file__).resolve().parent.parent
 

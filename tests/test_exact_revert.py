@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo, Venv, build_wheel, compatkit_command, run_cli, write_patchset
+from helpers import Demo, Venv, build_wheel, compatkit_command, run_cli, write_patchset
 from reliability import snapshot
 
 HEAD = (

@@ -26,8 +26,8 @@ from compatkit.errors import CompatkitError
 from compatkit.load.validate import load_patchset
 from compatkit.model.diff import parse_diff
 from compatkit.model.patchset import parse_patch
-from conftest import DEMO_FILES, UV, Venv, build_wheel, write_patchset
 from fuzzgen import bad_options, corpus_files, patch_bytes, project_toml
+from helpers import DEMO_FILES, UV, Venv, build_wheel, write_patchset
 from reliability import FULL, FUZZ_EXAMPLES, Result, report, run_inprocess, snapshot
 
 FUZZ = settings(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo
+from helpers import Demo
 
 ENVELOPE = {"ok", "command"}
 APPLIED = {"patchset", "version", "distribution", "dry_run", "action", "applied", "startup_code"}

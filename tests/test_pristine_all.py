@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo, Venv, build_wheel, run_cli
+from helpers import Demo, Venv, build_wheel, run_cli
 
 SHARED_A = {"shared/__init__.py": b"", "shared/runtime.py": b"VERSION = 12\n"}
 SHARED_B = {"shared/__init__.py": b"", "shared/runtime.py": b"VERSION = 13\nNEW = 1\n"}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.load.trust import why_untrusted
-from conftest import Demo, write_patchset
+from helpers import Demo, write_patchset
 
 OTHER = 12345
 SRC = Path(__file__).resolve().parent.parent / "src"

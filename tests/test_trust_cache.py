@@ -27,7 +27,7 @@ from compatkit.load import cache, cachedir
 from compatkit.load.config import find_config
 from compatkit.load.validate import validate
 from compatkit.model.records import row_for
-from conftest import DEMO_FILES, Demo, Venv, run_cli
+from helpers import DEMO_FILES, Demo, Venv, run_cli
 from test_wheel import built, needs_uv
 
 ATTACKER = 12345

@@ -19,7 +19,7 @@ from compatkit.delivery import wheelfile
 from compatkit.errors import CompatkitError
 from compatkit.model.records import Record, hash_bytes
 from compatkit.ops import wheel as wheel_ops
-from conftest import DEMO_FILES, PATCH_GREET, UV, Demo, Venv, build_wheel, write_patchset
+from helpers import DEMO_FILES, PATCH_GREET, UV, Demo, Venv, build_wheel, write_patchset
 
 needs_uv = pytest.mark.skipif(UV is None, reason="needs uv")
 
