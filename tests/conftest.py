@@ -14,7 +14,8 @@ import pytest
 
 from compatkit.env import txn
 from compatkit.env.target import Dist
-from helpers import DEMO_FILES, UV, Demo, Venv, build_wheel, install_demo
+from helpers import DEMO_FILES, NEEDS_ROOT, UV, Demo, Venv, build_wheel, install_demo
+from reliability import AT_END, record
 
 
 @pytest.fixture
@@ -65,3 +66,25 @@ def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
     monkeypatch.setenv("COMPATKIT_WHEEL_DIR", str(folder))
     return folder
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    """A skipped test's reason, as -ra shows it (without pytest.skip's "Skipped: ")."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """At the end of the run: the figures reliability modules gathered over their tests
+    (reliability.AT_END: the fuzz inputs per target), and one line naming the tests skipped
+    because they need root (their reasons start with helpers.NEEDS_ROOT)."""
+    for name, figures in AT_END.items():
+        found = figures()
+        if found is not None:
+            terminalreporter.write_line(record(name, **found))
+    skipped = terminalreporter.stats.get("skipped", [])
+    root = [r.nodeid for r in skipped if _skip_reason(r).startswith(NEEDS_ROOT)]
+    if root:
+        names = ", ".join(sorted(root))
+        terminalreporter.write_line(f"root-only tests skipped ({len(root)}, not root): {names}")

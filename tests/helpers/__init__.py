@@ -189,6 +189,14 @@ def install_demo(
     return venv, patchsets, wheel
 
 
+# The start of every skip reason of a test that needs root (or to act as another uid):
+# conftest.py's terminal summary names the tests skipped for it in one line.
+NEEDS_ROOT = "needs root"
+root_only = pytest.mark.skipif(
+    os.geteuid() != 0, reason=f"{NEEDS_ROOT}: stages another user's files"
+)
+
+
 def can_unshare() -> bool:
     """Root, and mount namespaces: what the read-only and tmpfs tests need."""
     if shutil.which("unshare") is None or os.geteuid() != 0:
