@@ -161,6 +161,24 @@ class Demo:
         )
 
 
+needs_uv = pytest.mark.skipif(UV is None, reason="needs uv")
+
+
+def build(demo: Demo, out: Path, *args: str) -> tuple[int, str, str]:
+    """``compatkit wheel demo-fix -o OUT`` from the demo's own wheel: (code, out, err)."""
+    return demo.run(
+        "wheel", "demo-fix", "-o", str(out), "--wheel-dir", str(demo.wheel.parent), *args
+    )
+
+
+def built(demo: Demo, out: Path) -> Path:
+    """The patched demo wheel, built into ``out``."""
+    code, _, err = build(demo, out)
+    assert code == 0, err
+    (whl,) = out.glob("*.whl")
+    return whl
+
+
 def compatkit_command(venv: Venv, patchsets: Path, *args: str) -> list[str]:
     """``python -m compatkit --python VENV --patchset-dir DIR ARGS...`` for a child process."""
     base = [sys.executable, "-m", "compatkit", "--python", venv.python]
