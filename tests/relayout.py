@@ -74,7 +74,6 @@ LAYERS: dict[str, str] = {
     "test_matrix": "ops",
     "test_pristine_all": "ops",
     "test_rebase": "ops",
-    "test_route": "ops",
     "test_smoke": "ops",
     "test_startup_code": "ops",
     "test_upstream_removed": "ops",
@@ -117,11 +116,20 @@ LAYERS: dict[str, str] = {
     "test_real_speculators": "system",
     # project: the repository and the test run themselves
     "test_layout": "project",
+    "test_route": "project",  # revert's route down the layers, traced by project/route.py
     "test_run_summary": "project",
 }
-# Shared modules the tests import, moved into the tests/helpers package ("conftest": what
-# tests imported from it is helpers/__init__.py already; only its imports are rewritten).
-HELPER_MODULES = ("wheelkit", "reliability", "route", "raycluster", "fuzzgen")
+# The modules tests import: into the tests/helpers package, or beside the only tests that use
+# them (route.py imports test_layout). ("conftest": what tests imported from it is in
+# helpers/__init__.py already; only stragglers' imports are rewritten.)
+MODULES: dict[str, str] = {
+    "wheelkit": "helpers",
+    "reliability": "helpers",
+    "raycluster": "helpers",
+    "fuzzgen": "helpers",
+    "route": "project",
+}
+HELPER_MODULES = tuple(name for name, folder in MODULES.items() if folder == "helpers")
 STAY = {"conftest.py", "relayout.py"}  # tests/'s own files
 DATA = {"explain_corpus", "fuzz_corpus"}  # data folders: stay in tests/, never rewritten
 TEXT = {".py", ".md", ".toml", ".txt", ".cfg", ".ini", ".yml", ".yaml", ".json", ""}
@@ -189,11 +197,11 @@ def _plan(tests: Path) -> tuple[list[tuple[Path, Path]], list[str]]:
             continue
         if path.stem in LAYERS:
             moves.append((path, tests / LAYERS[path.stem] / path.name))
-        elif path.stem in HELPER_MODULES:
-            moves.append((path, tests / "helpers" / path.name))
+        elif path.stem in MODULES:
+            moves.append((path, tests / MODULES[path.stem] / path.name))
         else:
             kind = "a test file" if path.name.startswith("test_") else "a module"
-            warnings.append(f"not placed: {path} ({kind} not in LAYERS or HELPER_MODULES)")
+            warnings.append(f"not placed: {path} ({kind} not in LAYERS or MODULES)")
     for stem, layer in sorted(LAYERS.items()):
         if not (tests / f"{stem}.py").exists() and not (tests / layer / f"{stem}.py").exists():
             warnings.append(f"missing: {stem}.py is in LAYERS but neither in tests/ nor {layer}/")
@@ -203,13 +211,14 @@ def _plan(tests: Path) -> tuple[list[tuple[Path, Path]], list[str]]:
 def _renames(tests: Path) -> dict[str, str]:
     """Every old path → new path (done now or by an earlier run), relative to the root."""
     done = {f"{tests}/{stem}.py": f"{tests}/{layer}/{stem}.py" for stem, layer in LAYERS.items()}
-    for name in HELPER_MODULES:
-        done[f"{tests}/{name}.py"] = f"{tests}/helpers/{name}.py"
+    for name, folder in MODULES.items():
+        done[f"{tests}/{name}.py"] = f"{tests}/{folder}/{name}.py"
     return {old: new for old, new in done.items() if Path(new).exists()}
 
 
-def _fix_mentions(renames: dict[str, str], skip: Path) -> list[Path]:
-    """``tests/test_x.py`` → ``tests/<layer>/test_x.py`` in every tracked text file."""
+def _fix_mentions(renames: dict[str, str], skip: Path, warnings: list[str]) -> list[Path]:
+    """``tests/test_x.py`` → ``tests/<layer>/test_x.py`` in every tracked text file; a line
+    the longer path takes past 100 columns is a warning (ruff's limit; the docs keep it too)."""
     if not renames:
         return []
     pattern = re.compile(
@@ -228,41 +237,59 @@ def _fix_mentions(renames: dict[str, str], skip: Path) -> list[Path]:
         if new != text:
             path.write_text(new)
             changed.append(path)
+            for number, (before, after) in enumerate(
+                zip(text.split("\n"), new.split("\n"), strict=True)
+            ):
+                if len(after) > 100 >= len(before):
+                    warnings.append(f"now over 100 columns, rewrap: {path}:{number + 1}")
     return changed
 
 
-def _contributing_section(tests: Path) -> str:
-    folders: dict[str, list[str]] = {}
-    for stem, layer in sorted(LAYERS.items()):
-        folders.setdefault(layer, []).append(stem)
-    order = ["model", "engine", "load", "env", "delivery", "runtime", "ops", "integrations"]
-    order.append("cli")
-    listed = [*order, *sorted(set(folders) - set(order))]
+def _cross_folder_imports(files: list[Path], tests: Path) -> list[str]:
+    """A test folder's module imported from another folder: pytest puts a folder on sys.path
+    only when it imports a test there, so such an import fails when that folder runs alone."""
+    where = {p.stem: p.parent for p in tests.glob("*/*.py") if not any(x in DATA for x in p.parts)}
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module.split(".")[0]]
+            elif isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            for name in names:
+                folder = where.get(name)
+                if folder is not None and folder != path.parent and folder.name != "helpers":
+                    found.append(f"cross-folder import: {path} imports {name} from {folder}")
+    return found
+
+
+def _contributing_section() -> str:
     lines = [
         SECTION,
         "",
-        f"`{tests}/<layer>/` holds the tests of one layer of docs/architecture.md (model,",
-        "engine, load, env, delivery, runtime, ops, integrations, cli); the suites across layers",
-        "have their own folders: security (docs/security.md's attacks), reliability",
+        "`tests/<layer>/` holds the tests of one layer of docs/architecture.md (model, engine,",
+        "load, env, delivery, runtime, ops, integrations, cli); the suites across layers have",
+        "their own folders: security (docs/security.md's attacks), reliability",
         "(docs/reliability.md: crashes, journals, fuzzing, concurrency, faults), system (end to",
-        "end on the real stack) and project (the repository itself). What tests share is the",
-        f"`{tests}/helpers` package (`from helpers import ...`); `{tests}/conftest.py` holds only",
-        "fixtures and hooks. A test file's name is unique across the folders; a new one goes in",
-        "the folder of the layer whose code it tests.",
-        "",
-        *(f"- `{layer}/`: {', '.join(folders[layer])}" for layer in listed if layer in folders),
+        "end on the real stack) and project (the repository itself: its layout, the route of a",
+        "command down the layers, the test run's summary). What tests share is the",
+        "`tests/helpers` package (`from helpers import ...`); `tests/conftest.py` holds only",
+        "fixtures and hooks; a module a few tests of one folder share sits in that folder. A test",
+        "file's name is unique across the folders; a new one goes in the folder of the layer",
+        "whose code it tests.",
         "",
     ]
     return "\n".join(lines)
 
 
-def _add_section(tests: Path) -> bool:
+def _add_section() -> bool:
     path = Path("CONTRIBUTING.md")
     if not path.exists() or SECTION in path.read_text():
         return False
     text = path.read_text()
     anchor = "## The fast subset"
-    section = _contributing_section(tests) + "\n"
+    section = _contributing_section() + "\n"
     text = text.replace(anchor, section + anchor, 1) if anchor in text else text + "\n" + section
     path.write_text(text)
     return True
@@ -319,14 +346,15 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(fixed)
             print(f"  {path}: imports from helpers")
             changed.append(path)
-    for path in _fix_mentions(_renames(tests), skip=tests / "relayout.py"):
+    for path in _fix_mentions(_renames(tests), tests / "relayout.py", warnings):
         print(f"  {path}: test paths renamed")
         changed.append(path)
-    if _add_section(tests):
+    if _add_section():
         print(f"  CONTRIBUTING.md: section {SECTION!r} added")
     if changed:
         print(_ruff(sorted(set(changed))))
     warnings += _unknown_helper_names(python, tests / "helpers")
+    warnings += _cross_folder_imports([p for p in python if p.is_relative_to(tests)], tests)
     conftest = tests / "conftest.py"
     fixtures = re.compile(r"^(pytest_|_)")
     for name in sorted(_defined(conftest)):
