@@ -4,6 +4,7 @@ its rewrites, and a run on a tiny repository of its own."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,7 +55,9 @@ def _git(repo: Path, *args: str) -> None:
 
 
 def _relayout(repo: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": os.defpath}  # no ruff on PATH: the run says so, as a warning
+    git = shutil.which("git")
+    assert git is not None
+    env = {**os.environ, "PATH": str(Path(git).parent)}  # ruff absent here: a warning
     return subprocess.run(
         [sys.executable, str(SCRIPT)], cwd=repo, capture_output=True, text=True, env=env
     )
