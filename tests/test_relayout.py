@@ -57,7 +57,7 @@ def _git(repo: Path, *args: str) -> None:
 def _relayout(repo: Path) -> subprocess.CompletedProcess[str]:
     git = shutil.which("git")
     assert git is not None
-    env = {**os.environ, "PATH": str(Path(git).parent)}  # ruff absent here: a warning
+    env = {**os.environ, "PATH": str(Path(git).parent)}
     return subprocess.run(
         [sys.executable, str(SCRIPT)], cwd=repo, capture_output=True, text=True, env=env
     )
@@ -85,12 +85,13 @@ def test_a_run_moves_fixes_and_warns_and_a_second_changes_nothing(tmp_path: Path
     assert "moved tests/test_engine.py -> tests/engine/test_engine.py" in out
     assert "moved tests/test_cli.py -> tests/cli/test_cli.py" in out
     engine = (repo / "tests" / "engine" / "test_engine.py").read_text()
-    assert engine == (
-        '"""Also run by tests/cli/test_cli.py."""\nfrom helpers import Demo\n'
-        "ROOT = Path(__file__).resolve().parents[2]\n"
-    )
+    # (ruff, if git's folder has one, may add blank lines)
+    assert '"""Also run by tests/cli/test_cli.py."""' in engine
+    assert "\nfrom helpers import Demo\n" in engine
+    assert "\nROOT = Path(__file__).resolve().parents[2]\n" in engine
+    assert "conftest" not in engine and ".parent." not in engine
     noxfile = (repo / "noxfile.py").read_text()
-    assert noxfile == 'RELIABILITY = ("tests/cli/test_cli.py::test_x",)\n'
+    assert '"tests/cli/test_cli.py::test_x"' in noxfile and "tests/test_cli" not in noxfile
     contributing = (repo / "CONTRIBUTING.md").read_text()
     assert "tests/engine/test_engine.py" in contributing and "## Where tests live" in contributing
     assert contributing.index("## Where tests live") < contributing.index("## The fast subset")
