@@ -89,6 +89,7 @@ LAYERS: dict[str, str] = {
     "test_json_keys": "cli",
     "test_newuser": "cli",
     "test_parser": "cli",
+    "test_progress": "cli",  # (on main since f-progress) bars the CLI draws on stderr
     "test_project": "cli",
     "test_startup": "cli",
     "test_startup_answers": "cli",
