@@ -59,6 +59,7 @@ LAYERS: dict[str, str] = {
     "test_requirements": "env",
     "test_containment": "env",
     "test_bighash": "env",
+    "test_targeted_reads": "env",  # (e-growth) reads only the targeted distribution
     # delivery: wheels and SBOMs
     "test_wheel": "delivery",
     "test_sbom": "delivery",
@@ -89,7 +90,8 @@ LAYERS: dict[str, str] = {
     "test_json_keys": "cli",
     "test_newuser": "cli",
     "test_parser": "cli",
-    "test_progress": "cli",  # (on main since f-progress) bars the CLI draws on stderr
+    "test_progress": "cli",  # (merged from f-progress) bars the CLI draws on stderr
+    "test_flags": "cli",  # (b-cmds) one meaning per flag
     "test_project": "cli",
     "test_startup": "cli",
     "test_startup_answers": "cli",
@@ -130,6 +132,7 @@ MODULES: dict[str, str] = {
     "reliability": "helpers",
     "raycluster": "helpers",
     "fuzzgen": "helpers",
+    "bigfiles": "helpers",  # (d-stream) sparse files and peak memory, for test_bighash
     "route": "project",
 }
 HELPER_MODULES = tuple(name for name, folder in MODULES.items() if folder == "helpers")
