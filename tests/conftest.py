@@ -87,4 +87,4 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     root = [r.nodeid for r in skipped if _skip_reason(r).startswith(NEEDS_ROOT)]
     if root:
         names = ", ".join(sorted(root))
-        terminalreporter.write_line(f"root-only tests skipped ({len(root)}, not root): {names}")
+        terminalreporter.write_line(f"root-only tests skipped ({len(root)}): {names}")

@@ -72,7 +72,7 @@ def test_one_line_names_the_root_only_tests_skipped(tiny: tuple[Path, str]) -> N
     _, out = tiny
     lines = [line for line in out.splitlines() if line.startswith("root-only tests skipped")]
     assert lines == [
-        "root-only tests skipped (2, not root): "
+        "root-only tests skipped (2): "
         "test_tiny.py::test_as_another_user, test_tiny.py::test_needs_setpriv"
     ], out
 
