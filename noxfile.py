@@ -333,7 +333,8 @@ def wheel_proof(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def runtime(session: nox.Session) -> None:
     """Runtime mode on the real stack: with site-packages read-only, the speculators-vllm016
-    smoke tests pass through `compatkit exec` and fail without it (tests/test_runtime_real.py)."""
+    smoke tests pass through `compatkit exec` and fail without it
+    (tests/test_runtime_real.py)."""
     session.install("-e", ".[test]")
     target = _real_env(session, "runtime")
     session.run(

@@ -23,9 +23,9 @@ from pathlib import Path
 from common import ROOT, Figure, Report, interleaved, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest import DEMO_FILES, write_patchset
+from helpers import DEMO_FILES, write_patchset
+from helpers.wheelkit import build_wheel
 from raycluster import LocalCluster
-from wheelkit import build_wheel
 
 
 def _node_venv(base: Path, name: str, wheel: Path, ray_version: str) -> str:

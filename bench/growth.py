@@ -41,7 +41,7 @@ from pathlib import Path
 from common import ROOT, Figure, Report, rounds, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
-from wheelkit import build_wheel
+from helpers.wheelkit import build_wheel
 
 # The pristine check's command line (helper A moves it to `compatkit pristine`: change it here).
 PRISTINE_ALL = ["verify", "--pristine", "--all"]

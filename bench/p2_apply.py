@@ -23,7 +23,7 @@ from pathlib import Path
 from common import ROOT, Figure, Report, interleaved, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
-from wheelkit import build_wheel
+from helpers.wheelkit import build_wheel
 
 HEADER = (
     "Patch-Id: patch-1\nTitle: bench\nSymptom: s\nCause: c\nFix: f\n"

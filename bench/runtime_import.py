@@ -49,7 +49,7 @@ from pathlib import Path
 from common import ROOT, Figure, Report, median_of, rounds, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
-from wheelkit import build_wheel
+from helpers.wheelkit import build_wheel
 
 HUNDRED = 100
 PATCH = (

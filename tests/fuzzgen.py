@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from conftest import DEMO_FILES
+from helpers import DEMO_FILES
 
 CORPUS = Path(__file__).parent / "fuzz_corpus"
 FILES = {p: d.decode().splitlines() for p, d in DEMO_FILES.items()}

@@ -14,27 +14,38 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from compatkit.cli.main import main
 from compatkit.env import txn
-from conftest import Venv
+from helpers import Venv
 
 FULL = os.environ.get("COMPATKIT_FULL", "") not in ("", "0")
 FUZZ_EXAMPLES = int(os.environ.get("COMPATKIT_FUZZ_EXAMPLES") or (10_000 if FULL else 1_000))
 
 
-def report(name: str, **figures: object) -> None:
-    """Print the figures of one test and append them to $COMPATKIT_REPORT, if set."""
+def record(name: str, **figures: object) -> str:
+    """The ``RELIABILITY {...}`` line of one test's figures, appended (JSON) to
+    $COMPATKIT_REPORT if set."""
     line = json.dumps({"test": name, "full": FULL, **figures}, sort_keys=True)
-    print(f"RELIABILITY {line}")
     target = os.environ.get("COMPATKIT_REPORT")
     if target:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+    return f"RELIABILITY {line}"
+
+
+def report(name: str, **figures: object) -> None:
+    """Print the figures of one test and append them to $COMPATKIT_REPORT, if set."""
+    print(record(name, **figures))
+
+
+# Figures a module gathers over several tests, reported once at the end of the run (by
+# conftest.py's pytest_terminal_summary): name -> the figures, or None when none of its tests ran.
+AT_END: dict[str, Callable[[], dict[str, object] | None]] = {}
 
 
 @dataclass

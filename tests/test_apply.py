@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import PATCH_GREET, Demo, Venv, write_patchset
+from helpers import PATCH_GREET, Demo, Venv, write_patchset
 
 
 def test_apply_verify_revert_is_byte_exact(demo: Demo) -> None:
@@ -160,7 +160,7 @@ def test_json_output_is_one_document(demo: Demo) -> None:
 
 
 def test_global_options_after_the_command(demo: Demo, tmp_path: Path) -> None:
-    from conftest import run_cli
+    from helpers import run_cli
 
     code, out, _ = run_cli(
         demo.capsys,

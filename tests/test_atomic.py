@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from compatkit import atomic
-from conftest import Demo
+from helpers import Demo
 
 
 def _names(folder: Path) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo, write_patchset
+from helpers import Demo, write_patchset
 from reliability import run_inprocess
 
 

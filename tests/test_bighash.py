@@ -21,7 +21,7 @@ from compatkit.env.target import Environment
 from compatkit.model.records import Record, hash_bytes, row_for
 from compatkit.ops.pristine import check
 from compatkit.runtime import statfacts
-from conftest import DEMO_FILES, Demo, Venv, build_wheel, install_demo, run_cli
+from helpers import DEMO_FILES, Demo, Venv, build_wheel, install_demo, run_cli
 
 
 @pytest.fixture

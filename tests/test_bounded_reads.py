@@ -27,7 +27,7 @@ import pytest
 
 from compatkit.model.records import hash_bytes
 from compatkit.runtime.startfiles import BOOT_MODULE, PTH_NAME
-from conftest import (
+from helpers import (
     DEMO_FILES,
     Demo,
     Venv,

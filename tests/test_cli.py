@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.cli.main import main
-from conftest import UV, Demo, run_cli, write_patchset
+from helpers import UV, Demo, run_cli, write_patchset
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,15 +31,15 @@ def test_explain_by_id_and_by_error_text(demo: Demo) -> None:
     assert code == 2 and "no patch has the id 'patch-99'" in err
 
 
-def test_explain_finds_patch_6_by_its_error() -> None:
-    code = main(
-        [
-            "explain",
-            "--json",
-            "RuntimeError: Boolean value of Tensor with more than one value is ambiguous",
-        ]
-    )
+def test_explain_finds_patch_6_by_its_error(capsys: pytest.CaptureFixture[str]) -> None:
+    error = "RuntimeError: Boolean value of Tensor with more than one value is ambiguous"
+    code, out, _ = run_cli(capsys, "explain", "--json", error)
     assert code == 0
+    doc = json.loads(out)
+    assert [m["id"] for m in doc["matches"]] == ["patch-6"]
+    assert doc["candidates"][0]["id"] == "patch-6"  # vllm016's and vllm017's tie
+    code, out, _ = run_cli(capsys, "explain", error)
+    assert code == 0 and out.splitlines()[1].startswith("1. speculators-vllm016:patch-6  ")
 
 
 CORPUS = ROOT / "tests" / "explain_corpus"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo
+from helpers import Demo
 from reliability import FULL, report, run_inprocess, snapshot
 
 ROUNDS = 25

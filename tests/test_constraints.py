@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import UV, Demo, build_wheel, run_cli, write_patchset
+from helpers import UV, Demo, build_wheel, run_cli, write_patchset
 
 PINS = '''
 [[constraints]]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATCH_GREET, Demo, Venv, build_wheel, run_cli, write_patchset
+from helpers import PATCH_GREET, Demo, Venv, build_wheel, run_cli, write_patchset
 
 
 def _tree(base: Path) -> dict[str, bytes]:

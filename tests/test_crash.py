@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import UV, Demo, Venv, build_wheel, write_patchset
+from helpers import UV, Demo, Venv, build_wheel, write_patchset
 from reliability import FULL, CrashTarget, report, sample
 
 

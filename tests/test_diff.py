@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.load.validate import load_patchset
-from conftest import DEMO_FILES, Demo, Venv, build_wheel, run_cli
+from helpers import DEMO_FILES, Demo, Venv, build_wheel, run_cli
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo, Venv, build_wheel, compatkit_command, run_cli, write_patchset
+from helpers import Demo, Venv, build_wheel, compatkit_command, run_cli, write_patchset
 from reliability import snapshot
 
 HEAD = (
@@ -126,9 +126,9 @@ def _env(step: int) -> dict[str, str]:
 
 
 def test_a_later_patch_may_change_and_delete_a_file_an_earlier_one_created(demo: Demo) -> None:
-    """Found by tests/test_roundtrip_property.py: ownership was judged per patch against the
-    installed RECORD, so a series whose second patch edits (or deletes) the new file of its
-    first was refused ("demo/new.py is not a file of demo")."""
+    """Found by tests/test_roundtrip_property.py: ownership was judged per patch against
+    the installed RECORD, so a series whose second patch edits (or deletes) the new file of
+    its first was refused ("demo/new.py is not a file of demo")."""
     create = "--- /dev/null\n+++ b/demo/new.py\n@@ -0,0 +1 @@\n+A = 1\n"
     edit = "--- a/demo/new.py\n+++ b/demo/new.py\n@@ -1 +1,2 @@\n A = 1\n+B = 2\n"
     delete = "--- a/demo/new.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-A = 1\n-B = 2\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import UV, Venv, run_cli
+from helpers import UV, Venv, run_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "explain_corpus"))
 from capture import HERE, SCENARIOS, capture

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.env import txn
-from conftest import Demo, can_unshare
+from helpers import Demo, can_unshare
 from reliability import CrashTarget, report, snapshot
 
 pytestmark = pytest.mark.skipif(not can_unshare(), reason="needs root and mount namespaces")

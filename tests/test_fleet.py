@@ -25,7 +25,7 @@ from compatkit.env.session import locked
 from compatkit.env.target import Environment
 from compatkit.load.registry import Registry
 from compatkit.ops.verify import problems
-from conftest import DEMO_FILES, UV, build_wheel, run_cli, write_patchset
+from helpers import DEMO_FILES, UV, build_wheel, run_cli, write_patchset
 from raycluster import HOST, LocalCluster, Node
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]

@@ -26,9 +26,9 @@ from compatkit.errors import CompatkitError
 from compatkit.load.validate import load_patchset
 from compatkit.model.diff import parse_diff
 from compatkit.model.patchset import parse_patch
-from conftest import DEMO_FILES, UV, Venv, build_wheel, write_patchset
 from fuzzgen import bad_options, corpus_files, patch_bytes, project_toml
-from reliability import FULL, FUZZ_EXAMPLES, Result, report, run_inprocess, snapshot
+from helpers import DEMO_FILES, UV, Venv, build_wheel, write_patchset
+from reliability import AT_END, FULL, FUZZ_EXAMPLES, Result, run_inprocess, snapshot
 
 FUZZ = settings(
     max_examples=FUZZ_EXAMPLES,
@@ -234,6 +234,16 @@ def check_cli(env: FuzzEnv, data: bytes, force: bool = False) -> str:
 OUTCOMES: dict[str, int] = {}
 
 
+def _figures() -> dict[str, object] | None:
+    """How many inputs each target got, for the end of the run (None: no fuzz test ran)."""
+    if not COUNTS:
+        return None
+    return {"examples_per_target": FUZZ_EXAMPLES, "inputs": COUNTS, "cli_outcomes": OUTCOMES}
+
+
+AT_END["fuzz"] = _figures
+
+
 @pytest.mark.slow
 @given(patch_bytes(), st.integers(0, 3))
 @FUZZ
@@ -307,10 +317,3 @@ def test_fuzz_bad_option_values(fuzz_env: FuzzEnv, project: Path, args: list[str
     _count("option values")
     result = _in_project(fuzz_env, project, *args)
     assert result.code == 2, (args, result.err)
-
-
-def test_zz_fuzz_figures() -> None:
-    """Runs last in this module: report how many inputs each target got."""
-    if not COUNTS:
-        pytest.skip("no fuzz test ran")
-    report("fuzz", examples_per_target=FUZZ_EXAMPLES, inputs=COUNTS, cli_outcomes=OUTCOMES)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
+from helpers import (
     DEMO_FILES,
     UV,
     Demo,

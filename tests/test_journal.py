@@ -23,7 +23,7 @@ from compatkit.env import txn
 from compatkit.env.target import Dist
 from compatkit.errors import CompatkitError
 from compatkit.model import journal
-from conftest import Demo
+from helpers import Demo
 from reliability import FULL, FUZZ_EXAMPLES, CrashTarget, report, snapshot
 
 INFO = "demo-1.0.dist-info"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PATCH_GREET, PATCH_UTIL, Demo, write_patchset
+from helpers import PATCH_GREET, PATCH_UTIL, Demo, write_patchset
 
 ENVELOPE = {"ok", "command"}
 ERROR = {"error", "problems"}  # added by the CLI to a document whose command failed (exit 1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATCH_GREET, PATCH_UTIL, run_cli, write_patchset
+from helpers import PATCH_GREET, PATCH_UTIL, run_cli, write_patchset
 
 ROOT = Path(__file__).resolve().parent.parent
 

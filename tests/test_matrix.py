@@ -14,7 +14,7 @@ from compatkit.errors import PatchFormatError
 from compatkit.model.matrix import load_matrix, parse_matrix
 from compatkit.ops.matrix import mismatches
 from compatkit.ops.matrix_report import report
-from conftest import Demo, run_cli
+from helpers import Demo, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 

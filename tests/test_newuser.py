@@ -17,7 +17,7 @@ import pytest
 
 from compatkit.cli.output import Output, plain_table
 from compatkit.env.target import Environment
-from conftest import UV, Demo, run_cli
+from helpers import UV, Demo, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -226,7 +226,7 @@ def test_explain_an_id_in_two_patchsets_tells_one_story(capsys: pytest.CaptureFi
 
 
 def test_the_story_told_is_the_one_that_fits_here(demo: Demo) -> None:
-    from conftest import write_patchset
+    from helpers import write_patchset
 
     write_patchset(demo.patchsets, name="a-demo2", specifier="==2.0")  # sorts first, misfits
     code, out, _ = demo.run("explain", "patch-1")

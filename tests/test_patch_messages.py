@@ -15,7 +15,7 @@ import pytest
 
 from compatkit.errors import PatchFormatError
 from compatkit.model.diff import parse_diff, shown
-from conftest import DEMO_FILES, PATCH_GREET, Demo, write_patchset
+from helpers import DEMO_FILES, PATCH_GREET, Demo, write_patchset
 
 HEAD = (
     "Patch-Id: patch-1\nTitle: t\nSymptom: s\nCause: c\nFix: f\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO_FILES, UV, build_wheel, write_patchset
+from helpers import DEMO_FILES, UV, build_wheel, write_patchset
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "package teamfix-patchsets 1.0"
@@ -146,7 +146,7 @@ def test_entry_points_are_read_in_compatkits_own_environment_only(tmp_path: Path
 def test_a_bad_patchset_source_is_one_line(
     table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conftest import run_cli
+    from helpers import run_cli
 
     (tmp_path / "pyproject.toml").write_text(f"[tool.compatkit]\n{table}\n")
     monkeypatch.chdir(tmp_path)

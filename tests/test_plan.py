@@ -22,7 +22,7 @@ from compatkit.errors import CompatkitError
 from compatkit.model.patchset import Patchset, parse_patch
 from compatkit.model.paths import check_relpath
 from compatkit.model.records import hash_bytes, row_for
-from conftest import DEMO_FILES, PATCH_GREET, PATCH_UTIL
+from helpers import DEMO_FILES, PATCH_GREET, PATCH_UTIL
 
 INFO = "demo-1.0.dist-info"
 NOWHERE = Path("/nonexistent/compatkit-plan-test")  # any disk read would find nothing here

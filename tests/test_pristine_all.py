@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo, Venv, build_wheel, run_cli
+from helpers import Demo, Venv, build_wheel, run_cli
 from reliability import run_inprocess
 
 SHARED_A = {"shared/__init__.py": b"", "shared/runtime.py": b"VERSION = 12\n"}

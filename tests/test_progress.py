@@ -34,8 +34,8 @@ from compatkit.model.progress import Reporter, Task
 from compatkit.ops.matrix import run_cell
 from compatkit.ops.pristine import check
 from compatkit.ops.upstream import throwaway_env
-from conftest import Demo, Venv, install_demo
-from wheelkit import build_wheel, local_index
+from helpers import Demo, Venv, install_demo
+from helpers.wheelkit import build_wheel, local_index
 
 # what a child must not inherit from the test run: they decide whether a bar is shown
 # (CI, TERM) or how rich draws (its own switches, the size of the terminal)

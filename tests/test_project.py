@@ -14,8 +14,8 @@ import pytest
 
 from compatkit.errors import PatchFormatError, UsageError
 from compatkit.load.config import find_config
-from conftest import DEMO_FILES, UV, Demo, build_wheel, write_patchset
-from wheelkit import local_index
+from helpers import DEMO_FILES, UV, Demo, build_wheel, write_patchset
+from helpers.wheelkit import local_index
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_uv = pytest.mark.skipif(UV is None, reason="needs uv")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO_FILES, UV, build_wheel, write_patchset
+from helpers import DEMO_FILES, UV, build_wheel, write_patchset
 
 pytestmark = [
     pytest.mark.slow,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import UV, Venv, run_cli
+from helpers import UV, Venv, run_cli
 
 # speculators 0.3.0 from PyPI (or the warm uv cache)
 pytestmark = [pytest.mark.real, pytest.mark.skipif(UV is None, reason="needs uv")]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.load.validate import load_patchset
-from conftest import DEMO_FILES, PATCH_GREET, PATCH_UTIL, Venv, build_wheel, run_cli, write_patchset
+from helpers import DEMO_FILES, PATCH_GREET, PATCH_UTIL, Venv, build_wheel, run_cli, write_patchset
 
 PATCH_WHO = """\
 Patch-Id: patch-3

@@ -20,7 +20,7 @@ from compatkit.model.results import (
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
 from compatkit.ops.status import inspect_patchset
-from conftest import Demo
+from helpers import Demo
 
 
 def test_every_domain_keeps_the_texts_users_and_json_see() -> None:

@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 
 from compatkit.env import txn
 from compatkit.env.target import Environment
-from conftest import UV, Venv, write_patchset
+from helpers import UV, Venv, write_patchset
+from helpers.wheelkit import _hash
 from reliability import FULL, Result, report, run_inprocess
-from wheelkit import _hash
 
 ROUND_TRIPS = 1000 if FULL else 10  # examples of apply → verify → revert
 CRASHES = 250 if FULL else 8  # examples whose apply and revert are also SIGKILLed once each

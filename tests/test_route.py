@@ -16,7 +16,7 @@ from compatkit.env.target import Dist, Environment
 from compatkit.load.registry import Registry
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
-from conftest import Demo
+from helpers import Demo
 from route import Route, trace
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Demo, build_wheel, read_only, write_patchset
+from helpers import Demo, build_wheel, read_only, write_patchset
 from reliability import run_inprocess
 
 SCRIPT = """\

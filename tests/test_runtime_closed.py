@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import compatkit
-from conftest import Demo
+from helpers import Demo
 from test_runtime import _env, reinstall_as_1_1, run  # as test_runtime's
 
 PROBE = "import demo.greet; print(demo.greet.hello('x'))"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.load.registry import Registry
-from conftest import read_only
+from helpers import read_only
 
 REAL = os.environ.get("COMPATKIT_REAL_PYTHON")
 pytestmark = [

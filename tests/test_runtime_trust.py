@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import Demo
+from helpers import Demo
 
 ATTACKER = 12345
 PROBE = "import demo.greet; print(demo.greet.hello('x'))"

@@ -14,7 +14,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 import compatkit
-from conftest import PATCH_GREET, PATCH_UTIL, Demo, write_patchset
+from helpers import PATCH_GREET, PATCH_UTIL, Demo, write_patchset
 
 SCHEMA = SchemaVersion.V1_6
 SRC_ROOT = Path(compatkit.__file__).resolve().parent.parent

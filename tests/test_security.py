@@ -11,7 +11,7 @@ import pytest
 
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import check_relpath
-from conftest import DEMO_FILES, Demo, build_wheel, write_patchset
+from helpers import DEMO_FILES, Demo, build_wheel, write_patchset
 
 
 def _patch(path_a: str, path_b: str, body: str = "@@ -0,0 +1 @@\n+evil = 1\n") -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PATCH_GREET, PATCH_UTIL, SMOKE_1, SMOKE_2, UV, Demo, write_patchset
+from helpers import PATCH_GREET, PATCH_UTIL, SMOKE_1, SMOKE_2, UV, Demo, write_patchset
 
 pytestmark = pytest.mark.skipif(UV is None, reason="needs uv")
 

@@ -25,7 +25,7 @@ from compatkit.env import target
 from compatkit.env.target import Environment
 from compatkit.load import cache
 from compatkit.model.records import Record, Row, hash_bytes, row_for
-from conftest import TOML, Demo, Venv, backports, build_wheel
+from helpers import TOML, Demo, Venv, backports, build_wheel
 
 SRC = Path(compatkit.__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ import pytest
 from compatkit.env import checks
 from compatkit.load import cache
 from compatkit.model import answers
-from conftest import DEMO_FILES, Venv, build_wheel, write_patchset
+from helpers import DEMO_FILES, Venv, build_wheel, write_patchset
 from test_startup import RUN, _env, pythonpath
 
 # what reading a requirement or a specifier imports (packaging's __init__ alone is its version)

@@ -11,7 +11,7 @@ import pytest
 
 from compatkit.errors import PatchFormatError
 from compatkit.model.startup_code import declared, is_startup_path
-from conftest import DEMO_FILES, PATCH_GREET, Demo, build_wheel, run_cli, write_patchset
+from helpers import DEMO_FILES, PATCH_GREET, Demo, build_wheel, run_cli, write_patchset
 
 PTH_LINE = "import os; os.environ.get('CK_EVIL') and print('evil.pth ran')"
 EVIL = f"""\

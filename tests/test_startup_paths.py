@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import DEMO_FILES, Demo, Venv, build_wheel, write_patchset
+from helpers import DEMO_FILES, Demo, Venv, build_wheel, write_patchset
 from test_startup import HEAVY, RUN, _env, pythonpath
 
 # Also off the path where nothing is hashed, no state is read and no JSON is printed.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from compatkit.runtime import statfacts
-from conftest import Demo
+from helpers import Demo
 from test_runtime import _env, run  # as test_runtime's
 
 PROBE = (

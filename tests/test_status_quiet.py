@@ -13,7 +13,7 @@ import pytest
 
 from compatkit.cli.output import Output
 from compatkit.env.target import Environment
-from conftest import Demo, write_patchset
+from helpers import Demo, write_patchset
 
 MISFIT = "a-demo2: not applicable (needs demo==2.0, found demo 1.0)"
 ABSENT = "speculators-vllm017: not applicable (needs speculators==0.3.0, not installed)"

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compatkit.model.records import Record, Row, row_for
-from conftest import DEMO_FILES, UV, Demo, Venv, build_wheel, install_demo, run_cli
+from helpers import DEMO_FILES, UV, Demo, Venv, build_wheel, install_demo, run_cli
 
 OTHERS = 12
 

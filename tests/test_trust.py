@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 
 from compatkit.load.trust import why_untrusted
-from conftest import Demo, write_patchset
+from helpers import Demo, root_only, write_patchset
 
 OTHER = 12345
 SRC = Path(__file__).resolve().parent.parent / "src"
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="stages another user's files (root)")
 
 
 def _chown_tree(path: Path, uid: int = OTHER) -> None:

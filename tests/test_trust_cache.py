@@ -27,8 +27,7 @@ from compatkit.load import cache
 from compatkit.load.config import find_config
 from compatkit.load.validate import validate
 from compatkit.model.records import row_for
-from conftest import DEMO_FILES, Demo, Venv, run_cli
-from test_wheel import built, needs_uv
+from helpers import DEMO_FILES, Demo, Venv, built, needs_uv, run_cli
 
 ATTACKER = 12345
 EVIL = "import os; os.system('id > /tmp/pwned')  # not in the .patch"

@@ -22,10 +22,9 @@ import pytest
 from compatkit.errors import UsageError
 from compatkit.load.registry import Registry
 from compatkit.load.validate import validate
-from conftest import PATCH_GREET, UV, Demo, run_cli, write_patchset
+from helpers import PATCH_GREET, UV, Demo, root_only, run_cli, write_patchset
 
 OTHER = 12345
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="stages another user's files (root)")
 EVIL_GREET = PATCH_GREET.replace("'hi ' + name", "'pwned ' + name")
 MARK = "compatkit-trust-test-ran-as-root"
 

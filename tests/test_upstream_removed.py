@@ -12,7 +12,7 @@ import pytest
 
 from compatkit.delivery.wheels import WheelSource
 from compatkit.ops.upstream import against_newest
-from conftest import (
+from helpers import (
     DEMO_FILES,
     PATCH_GREET,
     PATCH_UTIL,

@@ -13,7 +13,7 @@ import pytest
 
 from compatkit.cli.output import plain_table
 from compatkit.ops.matrix_report import report
-from conftest import Demo, run_cli
+from helpers import Demo, run_cli
 
 
 def test_verify_with_nothing_to_check_fails_closed(

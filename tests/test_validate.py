@@ -10,7 +10,7 @@ from compatkit.delivery.wheels import WheelSource
 from compatkit.errors import PatchFormatError
 from compatkit.load.validate import KEYS, load_patchset, validate
 from compatkit.ops.lint import lint_patchset
-from conftest import Demo, write_patchset
+from helpers import Demo, write_patchset
 
 
 def _toml(root: Path) -> Path:

@@ -21,9 +21,18 @@ from compatkit.delivery.wheelrelease import WholeWheel, whole_wheel
 from compatkit.errors import CompatkitError
 from compatkit.model.records import Record, hash_bytes
 from compatkit.ops import wheel as wheel_ops
-from conftest import DEMO_FILES, PATCH_GREET, UV, Demo, Venv, build_wheel, write_patchset
-
-needs_uv = pytest.mark.skipif(UV is None, reason="needs uv")
+from helpers import (
+    DEMO_FILES,
+    PATCH_GREET,
+    UV,
+    Demo,
+    Venv,
+    build,
+    build_wheel,
+    built,
+    needs_uv,
+    write_patchset,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -31,19 +40,6 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "ck-cache"))
     monkeypatch.setenv("COMPATKIT_NO_INDEX", "1")
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-
-
-def build(demo: Demo, out: Path, *args: str) -> tuple[int, str, str]:
-    return demo.run(
-        "wheel", "demo-fix", "-o", str(out), "--wheel-dir", str(demo.wheel.parent), *args
-    )
-
-
-def built(demo: Demo, out: Path) -> Path:
-    code, _, err = build(demo, out)
-    assert code == 0, err
-    (whl,) = out.glob("*.whl")
-    return whl
 
 
 def test_the_wheel_is_renamed_patched_and_its_record_true(demo: Demo, tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ import pytest
 
 from compatkit.delivery import wheelcheck
 from compatkit.model.records import hash_bytes
-from conftest import DEMO_FILES, Demo, Venv
-from wheelkit import local_index
+from helpers import DEMO_FILES, Demo, Venv
+from helpers.wheelkit import local_index
 
 BOMB_BYTES = 300 << 20
 
