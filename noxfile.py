@@ -9,7 +9,7 @@
   (``COMPATKIT_FULL=1``: the full run)
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
 - wheel_proof: the patched speculators wheel installed with vLLM 0.16.0, checked and smoke-tested
-- runtime: runtime mode on the real stack (tests/test_runtime_real.py)
+- runtime: runtime mode on the real stack (tests/runtime/test_runtime_real.py)
 - pristine_real: pristine --all on today's vLLM 0.33 stack, unpinned and pinned
 - demo: the README demo on the real stack, then a byte-identical check
 - matrix(cell=ID): one cell of matrix.toml; compat_docs: docs/compatibility.md from the results
@@ -62,7 +62,7 @@ def tests(session: nox.Session) -> None:
     and not real"`` is the fast subset of all of them.
 
     Real wheels in real temp venvs, a local Ray cluster (``slow``), packages from PyPI
-    (``real``); arguments go to pytest. tests/test_runtime_real.py runs in ``runtime``."""
+    (``real``); arguments go to pytest. tests/runtime/test_runtime_real.py runs in ``runtime``."""
     session.install("-e", ".[test,ray]")
     # with no arguments: every test but the reliability suite, which `reliability` runs (CI
     # runs both, so nothing runs twice); with arguments, exactly what they select
@@ -160,27 +160,27 @@ def tests_versions(session: nox.Session) -> None:
 # The reliability suite (docs/reliability.md): crash injection, journals, fuzzing,
 # concurrency, and the trust model's attacks, each as another user where it matters.
 RELIABILITY = (
-    "tests/test_crash.py",
+    "tests/reliability/test_crash.py",
     # apply → verify → revert and SIGKILL on generated distributions (issue 38)
-    "tests/test_roundtrip_property.py",
-    "tests/test_exact_revert.py",
-    "tests/test_journal.py",
-    "tests/test_fuzz.py",
-    "tests/test_concurrency.py",
-    "tests/test_security.py",
-    "tests/test_interop.py",
-    "tests/test_cli.py::test_eight_concurrent_runs_serialise",
+    "tests/reliability/test_roundtrip_property.py",
+    "tests/reliability/test_exact_revert.py",
+    "tests/reliability/test_journal.py",
+    "tests/reliability/test_fuzz.py",
+    "tests/reliability/test_concurrency.py",
+    "tests/security/test_security.py",
+    "tests/reliability/test_interop.py",
+    "tests/cli/test_cli.py::test_eight_concurrent_runs_serialise",
     # the trust model (docs/security.md)
-    "tests/test_trust.py",
-    "tests/test_trust_patchset.py",
-    "tests/test_trust_cache.py",
-    "tests/test_runtime_trust.py",
-    "tests/test_runtime_closed.py",
-    "tests/test_statfacts.py",
-    "tests/test_wheelcheck.py",
-    "tests/test_bad_input.py",
+    "tests/security/test_trust.py",
+    "tests/security/test_trust_patchset.py",
+    "tests/security/test_trust_cache.py",
+    "tests/security/test_runtime_trust.py",
+    "tests/runtime/test_runtime_closed.py",
+    "tests/runtime/test_statfacts.py",
+    "tests/security/test_wheelcheck.py",
+    "tests/cli/test_bad_input.py",
     # every read of a file compatkit does not own: bounded, never blocking (issue 34)
-    "tests/test_bounded_reads.py",
+    "tests/security/test_bounded_reads.py",
 )
 
 
@@ -334,14 +334,14 @@ def wheel_proof(session: nox.Session) -> None:
 def runtime(session: nox.Session) -> None:
     """Runtime mode on the real stack: with site-packages read-only, the speculators-vllm016
     smoke tests pass through `compatkit exec` and fail without it
-    (tests/test_runtime_real.py)."""
+    (tests/runtime/test_runtime_real.py)."""
     session.install("-e", ".[test]")
     target = _real_env(session, "runtime")
     session.run(
         "pytest",
         "-p",
         "no:cacheprovider",
-        "tests/test_runtime_real.py",
+        "tests/runtime/test_runtime_real.py",
         *session.posargs,
         env={"COMPATKIT_REAL_PYTHON": target},
     )
@@ -351,7 +351,7 @@ def runtime(session: nox.Session) -> None:
 def pristine_real(session: nox.Session) -> None:
     """pristine --all on today's stack as uv resolves it (cuda-python 12.6.2.post1's
     files over cuda-bindings 13.5.0's: named, exit 1) and with vllm033-hidden-states' pins (the
-    pair gone): tests/test_pristine_all.py. The pinned venv is the proof's and the matrix's."""
+    pair gone): tests/ops/test_pristine_all.py. The pinned venv is the proof's and the matrix's."""
     session.install("-e", ".[test]")
     unpinned = ["speculators==0.9.0", "vllm==0.33.0", "pytest"]
     env = {
@@ -359,7 +359,12 @@ def pristine_real(session: nox.Session) -> None:
         "COMPATKIT_TODAY_PINNED_PYTHON": _real_env(session, _stack_name(TODAY_STACK), TODAY_STACK),
     }
     session.run(
-        "pytest", "-p", "no:cacheprovider", "tests/test_pristine_all.py", *session.posargs, env=env
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "tests/ops/test_pristine_all.py",
+        *session.posargs,
+        env=env,
     )
 
 
@@ -383,7 +388,7 @@ def demo(session: nox.Session) -> None:
 
     status, apply, verify, smoke, explain patch-6, revert; then every file of speculators'
     RECORD and dist-info must hold its bytes from before. Each step is shown once, as the
-    command a user would type (tests/test_newuser.py)."""
+    command a user would type (tests/cli/test_newuser.py)."""
     session.install("-e", ".", silent=True)
     venv = ROOT / ".nox" / "_envs" / "demo"
     session.run("rm", "-rf", str(venv), external=True, log=False)
@@ -472,7 +477,7 @@ def bench_quick(session: nox.Session) -> None:
 def _bench(session: nox.Session, quick: bool) -> None:
     session.install(
         "-e", ".[ray]", "nox", "pytest"
-    )  # F1: a local Ray cluster (tests/raycluster.py)
+    )  # F1: a local Ray cluster (tests/helpers/raycluster.py)
     if not quick:  # G's plot, docs/growth.svg (bench/growth.py; skipped with a line without it)
         session.install("matplotlib")
     target = _real_env(session, "bench")

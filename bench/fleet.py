@@ -1,8 +1,8 @@
 """F1: ``compatkit fleet verify`` on a local two-node Ray cluster against one plain ``verify``.
 
 Each node is a ``ray start`` from its own venv (Ray, compatkit from this checkout, demo 1.0 with
-demo-fix applied), on 127.0.0.2 with the loopback guard of tests/raycluster.py, as in
-tests/test_fleet.py. Three timings, interleaved:
+demo-fix applied), on 127.0.0.2 with the loopback guard of tests/helpers/raycluster.py, as in
+tests/integrations/test_fleet.py. Three timings, interleaved:
 
 - plain: ``compatkit --python NODE verify demo-fix`` on one node's venv (the reference);
 - F1: ``compatkit fleet verify demo-fix --address ADDR``, the whole command: Ray's import, the
@@ -24,8 +24,8 @@ from common import ROOT, Figure, Report, interleaved, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 from helpers import DEMO_FILES, write_patchset
+from helpers.raycluster import LocalCluster
 from helpers.wheelkit import build_wheel
-from raycluster import LocalCluster
 
 
 def _node_venv(base: Path, name: str, wheel: Path, ray_version: str) -> str:

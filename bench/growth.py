@@ -1,10 +1,10 @@
 """G: growth with the environment (issue 36, item 4).
 
-Synthetic environments of 10, 100 and 400 distributions (real wheels built by tests/wheelkit.py,
-installed with uv into real venvs, compatkit installed in each as users install it: a real
-wheel, its bytecode compiled) and one distribution of 15,000 files. Built once under
-``build/bench-growth/`` (ignored by git) and reused while their layout is unchanged; compatkit
-itself is reinstalled into them on every run.
+Synthetic environments of 10, 100 and 400 distributions (real wheels built by
+tests/helpers/wheelkit.py, installed with uv into real venvs, compatkit installed in each as
+users install it: a real wheel, its bytecode compiled) and one distribution of 15,000 files.
+Built once under ``build/bench-growth/`` (ignored by git) and reused while their layout is
+unchanged; compatkit itself is reinstalled into them on every run.
 
 - ``G-status`` / ``G-verify``: ``status NAME`` and ``verify NAME`` of a one-file patchset
   targeting one distribution, in each environment, each in the same rounds as its venv's

@@ -15,7 +15,7 @@ import pytest
 from compatkit.env import txn
 from compatkit.env.target import Dist
 from helpers import DEMO_FILES, NEEDS_ROOT, UV, Demo, Venv, build_wheel, install_demo
-from reliability import AT_END, record
+from helpers.reliability import AT_END, record
 
 # The width a command wraps its tables to comes from the user's terminal (COLUMNS, as
 # shutil.get_terminal_size reads it); pytest-xdist sets COLUMNS=80 in its workers. Tests

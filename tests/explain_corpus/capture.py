@@ -3,7 +3,7 @@ environment, for the explain corpus.
 
     python tests/explain_corpus/capture.py /path/to/venv/bin/python [SCENARIO ...]
 
-refreshes the committed ``*.txt`` files beside this script; ``tests/test_explain_real.py``
+refreshes the committed ``*.txt`` files beside this script; ``tests/system/test_explain_real.py``
 calls :func:`capture` into a temp folder. For each patch, compatkit applies every other
 patch of speculators-vllm016, the scenarios about that patch run in one pytest process in the
 target, and compatkit reverts, so the target ends as it started.

@@ -1,6 +1,6 @@
 """Real failures of speculators 0.3.0 on vLLM 0.16.0, captured as a user sees them.
 
-This is not a compatkit test: ``tests/test_explain_real.py`` (and ``capture.py`` here, to
+This is not a compatkit test: ``tests/system/test_explain_real.py`` (and ``capture.py`` here, to
 refresh the committed corpus) runs it with pytest *inside* an environment holding the real
 speculators 0.3.0 and vLLM 0.16.0, in a folder beside a copy of the speculators-vllm016 smoke
 ``conftest.py`` (real configs, Scheduler, KV cache code and executor RPC; fake GPU workers),

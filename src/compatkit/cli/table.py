@@ -1,7 +1,7 @@
 """Every command of the command line and its options, written once.
 
 compatkit.cli.parser builds argparse from this table (parsing, help, usage errors, shell
-completion). A new option goes here and nowhere else; tests/test_parser.py checks that every
+completion). A new option goes here and nowhere else; tests/cli/test_parser.py checks that every
 argparse action comes from the table. Plain dicts and tuples of constants, nothing imported:
 this module is read on every run (CONTRIBUTING.md, "Start-up time").
 

@@ -64,7 +64,7 @@ class DiskFiles:
     ``root``, read with plain ``os`` calls (pathlib costs µs per call). Paths are relative to
     the root (site-packages), with ``/``. :class:`compatkit.env.plan.Overlay` asks these
     questions and nothing else (``Files``), so planning runs the same on the real
-    site-packages and on a dictionary (the in-memory fake of ``tests/test_plan.py``), as
+    site-packages and on a dictionary (the in-memory fake of ``tests/env/test_plan.py``), as
     pypa/installer tests its core with a fake source.
 
     >>> import pathlib, tempfile

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 # compatkit.atomic and .journal are imported where a write or a recovery needs them
 
-TMP_SUFFIX = ".compatkit-tmp"  # compatkit.atomic's (tests/test_atomic.py checks they agree)
+TMP_SUFFIX = ".compatkit-tmp"  # compatkit.atomic's (tests/env/test_atomic.py checks they agree)
 RESERVE = "reserve"  # in the journal folder: the space a rollback needs
 _RESERVE_SLACK = 64 * 1024  # directory entries, the journal's own rename
 _steps = 0

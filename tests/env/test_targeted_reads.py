@@ -1,0 +1,162 @@
+"""``status NAME`` and ``verify NAME`` read only the distribution the patchset targets, however
+many others the environment holds (issue 36, item 4; bench/growth.py times it at 10, 100 and
+400 distributions). ``revert NAME`` works from the state alone, without loading the patchset
+(tests/project/test_route.py), so it still lists every distribution's state folder to find it.
+
+Every path compatkit stats, opens or lists during the command is recorded (spies that call
+the real functions); none may lie in another distribution's files or metadata.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compatkit.model.records import Record, Row, row_for
+from helpers import DEMO_FILES, UV, Demo, Venv, build_wheel, install_demo, run_cli
+
+OTHERS = 12
+
+
+def _install_others(demo: Demo, tmp_path: Path) -> None:
+    """OTHERS more distributions beside demo (``another-K`` 1.0, one module each, named to
+    list before demo, as a scan in name order meets them), in one uv run."""
+    folder = tmp_path / "others"
+    folder.mkdir()
+    wheels = [
+        build_wheel(folder, f"another-{k}", "1.0", {f"another_{k}/__init__.py": b"x = 1\n"})
+        for k in range(OTHERS)
+    ]
+    cmd = [UV or "uv", "pip", "install", "--python", demo.venv.python, "--no-deps"]
+    subprocess.run([*cmd, *map(str, wheels)], check=True, capture_output=True)
+    assert len(list(demo.venv.site.glob("another_*.dist-info"))) == OTHERS
+
+
+@contextmanager
+def _paths_touched(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every path given to os.stat / os.lstat / os.open / os.scandir / os.listdir meanwhile."""
+    seen: list[str] = []
+
+    def spy(real: Callable[..., object]) -> Callable[..., object]:
+        def call(*args: object, **kwargs: object) -> object:
+            if args and isinstance(args[0], (str, bytes, os.PathLike)):
+                seen.append(os.fsdecode(args[0]))
+            return real(*args, **kwargs)
+
+        return call
+
+    with monkeypatch.context() as m:
+        for name in ("stat", "lstat", "open", "scandir", "listdir"):
+            m.setattr(os, name, spy(getattr(os, name)))
+        yield seen
+
+
+def _others_in(seen: list[str]) -> list[str]:
+    return sorted({p for p in seen if "another_" in p or "another-" in p})
+
+
+@pytest.mark.parametrize("command", ["status", "verify"])
+def test_a_named_command_reads_only_its_target(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Before issue 36, verify stat-ed every distribution's state file
+    (``<dist>.dist-info/compatkit/<name>.json``) to find the one holding the patchset's."""
+    _install_others(demo, tmp_path)
+    code, _, err = demo.run("apply", "demo-fix")
+    assert code == 0, err
+    with _paths_touched(monkeypatch) as seen:
+        code, _, err = demo.run(command, "demo-fix")
+    assert code == 0, err
+    assert any("demo-1.0.dist-info" in p for p in seen)  # the spies saw the target's reads
+    assert _others_in(seen) == []
+
+
+def test_revert_finds_the_state_of_a_patchset_no_longer_known(demo: Demo, tmp_path: Path) -> None:
+    """A patchset no longer known here is still found by its state (every distribution's
+    state folder listed) and reverted."""
+    _install_others(demo, tmp_path)
+    pristine = (demo.venv.site / "demo" / "greet.py").read_bytes()
+    code, _, err = demo.run("apply", "demo-fix")
+    assert code == 0, err
+    shutil.rmtree(demo.patchsets / "demo-fix")
+    code, out, err = demo.run("revert", "demo-fix")
+    assert code == 0, err
+    assert (demo.venv.site / "demo" / "greet.py").read_bytes() == pristine
+    assert "demo-fix" in out
+
+
+def test_apply_reads_a_big_record_once(
+    tmp_path: Path,
+    make_venv: Callable[..., Venv],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """apply of a 1-file patch to a distribution of ``modules`` files builds row objects only
+    for the RECORD rows it reads or writes: the plan edits the raw lines, and the ownership
+    check before the write reads only the paths, once (the journal's saved RECORD is the
+    bytes on disk). Before issue 36 it built three per line: the cost of a small patch grew
+    with the distribution (bench/growth.py, G-apply)."""
+    modules = 600
+    files = {f"demo/mod_{i}.py": b"x = 1\n" for i in range(modules)}
+    files.update(DEMO_FILES)
+    venv, patchsets, _ = install_demo(tmp_path, make_venv, files)
+    made = 0
+    real = Row.from_raw.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Row], raw: str) -> Row:
+        nonlocal made
+        made += 1
+        return real(cls, raw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Row, "from_raw", classmethod(counting))
+    code, _, err = run_cli(
+        capsys, "--python", venv.python, "--patchset-dir", str(patchsets), "apply", "demo-fix"
+    )
+    assert code == 0, err
+    assert 0 < made < 20  # the rows apply reads and writes, none for the lines it keeps
+
+
+@given(
+    paths=st.lists(st.sampled_from(["a.py", "b.py", "c/d.py", '"e,f.py"', "g.py"]), max_size=8),
+    replaced=st.sets(st.sampled_from(["a.py", "c/d.py", "e,f.py", "x.py"])),
+    removed=st.sets(st.sampled_from(["b.py", "g.py", "e,f.py", "y.py"])),
+    appended=st.lists(st.sampled_from(["a.py", "n.py", "m,n.py"]), max_size=3),
+    crlf=st.booleans(),
+)
+def test_a_lazy_record_edits_as_its_rows_do(
+    paths: list[str],
+    replaced: set[str],
+    removed: set[str],
+    appended: list[str],
+    crlf: bool,
+) -> None:
+    """Record.edit on the raw lines of a parsed RECORD (no rows built) gives the record the
+    row-by-row edit gives (the one before issue 36), quoted paths and repeats included; and
+    its rows, rendering, lookups and equality are the materialized record's."""
+    end = "\r\n" if crlf else "\n"
+    data = "".join(f"{p},sha256=h{i},{i}{end}" for i, p in enumerate(paths)).encode()
+    replace = {p: row_for(p, p.encode()) for p in replaced}
+    append = [row_for(p, b"new") for p in appended]
+    lazy = Record.parse(data)
+    built = Record.parse(data)
+    rows = [replace.get(r.path, r) for r in built.rows if r.path not in removed]
+    present = {r.path for r in rows}
+    rows += [r for r in append if r.path not in present]
+    expected = Record(tuple(rows), built.terminator, built.final_newline or not built.rows)
+    got = lazy.edit(replace, removed, append)
+    assert got == expected
+    assert got.render() == expected.render()
+    assert got.rows == expected.rows
+    assert got.paths() == expected.paths() == Record.paths_in(got.render())
+    for p in ["a.py", "e,f.py", "n.py", "zz.py"]:
+        first = next((i for i, r in enumerate(rows) if r.path == p), None)  # a path's first row
+        assert got.index(p) == first
+        assert got.get(p) == (None if first is None else rows[first])
