@@ -82,6 +82,11 @@ def test_each_patch_is_classified_and_conflicts_are_written(
     code, out, err = rebase(capsys, base, wheels, "demo-fix", "--target", "demo==1.1", "--json")
     assert code == 1
     doc = json.loads(out)
+    rebase_keys = {"patchset", "new_patchset", "path", "old_version", "new_version", "patches"}
+    assert set(doc) == {"ok", "command", "error", "problems"} | rebase_keys, sorted(doc)
+    entry_keys = {"id", "status", "detail", "conflicts", "files"}
+    assert all(set(p) == entry_keys for p in doc["patches"]), doc["patches"]
+    assert set(doc["patches"][1]["files"][0]) == {"path", "status", "offset"}
     assert {p["id"]: p["status"] for p in doc["patches"]} == {
         "patch-1": "upstream",
         "patch-2": "offset",
