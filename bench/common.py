@@ -143,3 +143,35 @@ def machine() -> str:
         f"{platform.release()}, Python {sys.version.split()[0]}; load average at start: "
         f"{load}"
     )
+
+
+def cores() -> int:
+    """The CPUs this process may run on (its affinity), as compatkit's hashing counts them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def listed_files(site: Path) -> list[str]:
+    """Every regular file a RECORD below ``site`` lists, once (as the pristine check reads)."""
+    import csv
+
+    files: set[str] = set()
+    for record in site.glob("*.dist-info/RECORD"):
+        for row in csv.reader(record.read_text().splitlines()):
+            listed = len(row) > 1 and row[1] and not row[0].startswith(("..", "/"))
+            if listed and (site / row[0]).is_file():
+                files.add(row[0])
+    return sorted(files)
+
+
+def any_exit(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> Callable[[], float]:
+    """A timed run of ``cmd`` whatever its exit code (a real environment is rarely pristine)."""
+
+    def run() -> float:
+        start = time.perf_counter()
+        subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - start
+
+    return run

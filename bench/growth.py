@@ -14,7 +14,7 @@ unchanged; compatkit itself is reinstalled into them on every run.
   with ``--python``.
 - ``G-apply``: ``apply`` of a 3-file patch to a 15,000-file distribution against the same patch
   on a 100-file one (each round: apply timed, revert untimed).
-- ``G-pristine`` / ``G-sbom``: ``verify --pristine --all`` and ``sbom`` in each environment,
+- ``G-pristine`` / ``G-sbom``: ``pristine --all`` and ``sbom`` in each environment,
   with the physical floor timed in the same rounds (``sha256sum`` with ``xargs -P <cores>``
   over the same files for the pristine check; ``cat > /dev/null`` of every ``METADATA`` and
   ``RECORD`` for the SBOM, which reads metadata and hashes no file). Each row gives time per
@@ -38,13 +38,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from common import ROOT, Figure, Report, rounds, timed
+from common import ROOT, Figure, Report, any_exit, cores, listed_files, rounds, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 from helpers.wheelkit import build_wheel
 
 # The pristine check's command line (helper A moves it to `compatkit pristine`: change it here).
-PRISTINE_ALL = ["verify", "--pristine", "--all"]
+PRISTINE_ALL = ["pristine", "--all"]
 
 CACHE = ROOT / "build" / "bench-growth"
 LAYOUT = "1"  # bump when the environments below change: cached ones are rebuilt
@@ -192,37 +192,6 @@ def _quiet(cmd: list[str], env: dict[str, str]) -> None:
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _any_exit(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> Callable[[], float]:
-    import time
-
-    def run() -> float:
-        start = time.perf_counter()
-        subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return time.perf_counter() - start
-
-    return run
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def _listed(site: Path) -> list[str]:
-    """Every regular file a RECORD below ``site`` lists, once (as the pristine check reads)."""
-    import csv
-
-    files: set[str] = set()
-    for record in site.glob("*.dist-info/RECORD"):
-        for row in csv.reader(record.read_text().splitlines()):
-            listed = len(row) > 1 and row[1] and not row[0].startswith(("..", "/"))
-            if listed and (site / row[0]).is_file():
-                files.add(row[0])
-    return sorted(files)
-
-
 def run(report: Report) -> None:
     quick = report.quick
     runs = 1 if quick else 15
@@ -363,7 +332,7 @@ def _bytes(report: Report, pythons: dict[int, Path], env: dict[str, str], runs: 
     sbom = Curve("sbom", "distributions", "cat every METADATA and RECORD")
     for n, python in pythons.items():
         site = _site(python)
-        files = _listed(site)
+        files = listed_files(site)
         size = sum((site / f).stat().st_size for f in files) / 2**20
         with tempfile.TemporaryDirectory(prefix="ck-growth-") as tmp:
             lst = Path(tmp) / "files.lst"
@@ -379,10 +348,10 @@ def _bytes(report: Report, pythons: dict[int, Path], env: dict[str, str], runs: 
             sha = ["sh", "-c", f"xargs -0 -P {n_cores} -n 200 sha256sum < {lst} > /dev/null"]
             cat = ["sh", "-c", f"xargs -0 cat < {metas} > /dev/null"]
             ours_p, floor_p = _medians(
-                runs, _any_exit(_ck(python, *PRISTINE_ALL), env), _any_exit(sha, env, site)
+                runs, any_exit(_ck(python, *PRISTINE_ALL), env), any_exit(sha, env, site)
             )
             ours_s, floor_s = _medians(
-                runs, _any_exit(_ck(python, "sbom"), env), _any_exit(cat, env, site)
+                runs, any_exit(_ck(python, "sbom"), env), any_exit(cat, env, site)
             )
         dists = len(list(site.glob("*.dist-info")))
         pristine.points.append((n, size, ours_p, floor_p))

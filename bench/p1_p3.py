@@ -23,7 +23,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import p1_paths
-from common import P1_TARGET, Figure, Report, interleaved, median_of, rounds, timed
+from common import (
+    P1_TARGET,
+    Figure,
+    Report,
+    any_exit,
+    cores,
+    interleaved,
+    listed_files,
+    median_of,
+    rounds,
+    timed,
+)
 
 
 def _env() -> dict[str, str]:
@@ -146,14 +157,6 @@ def p3(report: Report, python: Path) -> None:
     )
 
 
-def cores() -> int:
-    """The CPUs this process may run on (its affinity), as compatkit's hashing counts them."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def p3_all(report: Report, python: Path) -> None:
     """P3-all: ``pristine --all`` over the whole environment against ``sha256sum``
     over the same files (every regular file a RECORD lists, once) with ``xargs -P <cores>``,
@@ -162,12 +165,7 @@ def p3_all(report: Report, python: Path) -> None:
     exe = python.parent / "compatkit"
     env = _env()
     site = purelib(python)
-    files: set[str] = set()
-    for record in site.glob("*.dist-info/RECORD"):
-        for row in csv.reader(record.read_text().splitlines()):
-            listed = len(row) > 1 and row[1] and not row[0].startswith(("..", "/"))
-            if listed and (site / row[0]).is_file():
-                files.add(row[0])
+    files = listed_files(site)
     size = sum((site / f).stat().st_size for f in files)
     n = cores()
     with tempfile.NamedTemporaryFile("w", suffix=".lst", delete=False) as lst:
@@ -176,7 +174,7 @@ def p3_all(report: Report, python: Path) -> None:
     verify = [str(exe), "pristine", "--all"]
     try:
         sha_s, ck_s = interleaved(
-            runs, lambda: timed(sha, env=env, cwd=site), _any_exit(verify, env)
+            runs, lambda: timed(sha, env=env, cwd=site), any_exit(verify, env)
         )
     finally:
         Path(lst.name).unlink()
@@ -190,16 +188,3 @@ def p3_all(report: Report, python: Path) -> None:
             1.0,
         )
     )
-
-
-def _any_exit(cmd: list[str], env: dict[str, str]) -> Callable[[], float]:
-    """A timed run of ``cmd`` whatever its exit code (a real environment is rarely pristine:
-    the patchset is applied here)."""
-    import time
-
-    def run() -> float:
-        start = time.perf_counter()
-        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return time.perf_counter() - start
-
-    return run
