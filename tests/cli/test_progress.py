@@ -235,6 +235,21 @@ def test_a_download_reports_its_bytes(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (task.nbytes, task.read, task.closed) == (size, size, True)
 
 
+def test_a_wheel_sources_reporter_is_no_field() -> None:
+    """The reporter a WheelSource carries (set when made or later, as the CLI does) is how
+    progress shows, not where wheels come from: not compared, not in repr."""
+    counted = Counted()
+    src = WheelSource((Path("w"),), index=False, reporter=counted)
+    assert src.reporter is counted
+    assert src == WheelSource((Path("w"),), index=False)
+    assert src != WheelSource((Path("v"),), index=False)
+    assert repr(src) == repr(WheelSource((Path("w"),), index=False))
+    assert "reporter" not in repr(src) and "Counted" not in repr(src)
+    later = WheelSource()
+    later.reporter = counted
+    assert later.reporter is counted and later == WheelSource()
+
+
 def test_a_line_printed_under_a_bar_stays_on_its_own_stream(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

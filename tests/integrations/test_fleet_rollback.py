@@ -6,15 +6,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import pickle
 from typing import Any
 
 import pytest
 
 from compatkit.cli.commands.fleet import render
 from compatkit.cli.output import Output
-from compatkit.model.results import Action, PatchsetState
+from compatkit.model.results import Action, PatchsetState, PatchState
 from compatkit.ops import fleet_rollback
 from compatkit.ops.fleet import FleetResult, NodeAnswer, NodeReport, PatchsetOnNode
+from compatkit.ops.fleet_nodes import PatchRow
 
 
 def node(node_id: str, *done: tuple[str, Action | None, list[str]]) -> NodeReport:
@@ -126,3 +128,20 @@ def test_keep_going_and_success_revert_nothing(monkeypatch: pytest.MonkeyPatch) 
     assert settle(result, monkeypatch).asked == []
     assert [n.end for n in result.nodes] == ["applied: one", "unchanged"]
     assert render(result, Output(json_mode=True)) == 0
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_a_fleet_result_pickles_whole(protocol: int) -> None:
+    """A node's answer travels back through Ray (pickle): the slotted value objects of
+    compatkit.ops.fleet_nodes come back equal, every field and default included."""
+    answered = node("a", ("one", Action.APPLIED, ["one: drifted"]))
+    assert answered.answer is not None
+    answered.answer.patchsets[0].patches.append(PatchRow("p1", PatchState.APPLIED, "ok"))
+    answered.end = "rolled back: one"
+    result = FleetResult("apply", "x", [answered, dead("b")], ["cc"], rolled_back=True)
+    back = pickle.loads(pickle.dumps(result, protocol=protocol))
+    assert back == result and back is not result
+    assert back.to_json() == result.to_json()
+    assert back.nodes[0].answer.patchsets[0].patches == [PatchRow("p1", PatchState.APPLIED, "ok")]
+    assert (back.dead_before, back.rolled_back, back.nodes[1].answer) == (["cc"], True, None)
+    assert back != FleetResult("apply", "x", [answered, dead("b")], ["cc"])

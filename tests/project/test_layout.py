@@ -368,3 +368,36 @@ def test_every_command_module_exports_run() -> None:
     for name in table.COMMANDS:
         module = importlib.import_module(table.module(name))
         assert callable(getattr(module, "run", None)), name
+
+
+def dataclass_imports(folder: Path) -> list[str]:
+    """Each import of ``dataclasses`` under ``folder``, wherever it stands, as "file:line"."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n == "dataclasses" or n.startswith("dataclasses.") for n in names):
+                found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_one_value_object_idiom() -> None:
+    """Issue 35: a record type is a slotted class on compatkit.value.Value (CONTRIBUTING.md,
+    "Value objects"); no module imports ``dataclasses``."""
+    found = dataclass_imports(SRC / "compatkit")
+    assert not found, f"dataclasses imported (use compatkit.value.Value): {found}"
+
+
+def test_a_dataclasses_import_is_found_anywhere(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("import os\nimport dataclasses as dc\n")
+    (tmp_path / "sub" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dataclasses import field\n"
+        "def f():\n    from . import dataclasses\n"
+    )
+    assert dataclass_imports(tmp_path) == ["a.py:2", "sub/b.py:3"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from compatkit import bounded
 from compatkit.delivery import wheelcheck
@@ -23,26 +22,36 @@ from compatkit.delivery.wheels import WheelSource
 from compatkit.delivery.wheeltree import Corrupt, Tree
 from compatkit.errors import CompatkitError
 from compatkit.model.progress import Reporter
+from compatkit.value import Value
 
 
-@dataclass(frozen=True)
-class WholeWheel:
-    """Every file of one released wheel, in its RECORD's order, each checked against it."""
+class WholeWheel(Value):
+    """Every file of one released wheel, in its RECORD's order, each checked against it:
+    metadata as bytes, other files left where they are; ``proof`` says what proved it the
+    release ("--sha256", "the installed RECORD", "the index")."""
 
-    label: str
-    files: dict[str, Content]  # metadata as bytes, other files left where they are
-    executable: frozenset[str]
-    proof: str  # what proved it the release ("--sha256", "the installed RECORD", "the index")
+    __slots__ = ("label", "files", "executable", "proof")
+
+    def __init__(
+        self, label: str, files: dict[str, Content], executable: frozenset[str], proof: str
+    ) -> None:
+        self.label, self.files, self.executable, self.proof = label, files, executable, proof
 
 
-@dataclass(frozen=True)
-class Proof:
+class Proof(Value):
     """What may prove a copy is the release: the user's sha256 (hex), the installed RECORD
-    (path -> hash) when the installed version is that release unpatched."""
+    (path -> hash) when the installed version is that release unpatched; ``installed_note``
+    says why there is no installed RECORD to compare with."""
 
-    sha256: str | None = None
-    installed: Mapping[str, str] | None = None
-    installed_note: str = ""  # why there is no installed RECORD to compare with
+    __slots__ = ("sha256", "installed", "installed_note")
+
+    def __init__(
+        self,
+        sha256: str | None = None,
+        installed: Mapping[str, str] | None = None,
+        installed_note: str = "",
+    ) -> None:
+        self.sha256, self.installed, self.installed_note = sha256, installed, installed_note
 
 
 def _files(tree: Tree, reporter: Reporter) -> WholeWheel:

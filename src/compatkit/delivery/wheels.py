@@ -22,7 +22,6 @@ import tempfile
 import urllib.request
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,6 +48,7 @@ from compatkit.digest import sha256
 from compatkit.errors import CompatkitError
 from compatkit.model.progress import NONE, Reporter
 from compatkit.model.records import hash_bytes
+from compatkit.value import Value
 
 if TYPE_CHECKING:
     from http.client import HTTPResponse
@@ -123,17 +123,37 @@ def _pip_cache() -> Path:
     return Path(explicit) if explicit else Path(xdg) / "pip"
 
 
-@dataclass
-class WheelSource:
-    """Where wheels may come from. ``index=False`` never touches the network."""
+class WheelSource(Value):
+    """Where wheels may come from. ``index=False`` never touches the network; ``python`` is
+    the interpreter whose pip downloads (its tags pick the wheel); ``skipped`` holds the
+    notes on copies that are no zip. ``reporter`` (a download's progress) and the index's
+    hashes already fetched are no fields: not compared, not in ``repr``."""
 
-    wheel_dirs: tuple[Path, ...] = ()
-    index: bool = True
-    python: str | None = None  # the interpreter whose pip downloads (its tags pick the wheel)
-    notes: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # the notes on copies that are no zip
-    reporter: Reporter = field(default=NONE, repr=False)  # a download's progress
-    _hashes: dict[tuple[str, str], set[str]] = field(default_factory=dict, repr=False)
+    __slots__ = ("wheel_dirs", "index", "python", "notes", "skipped", "_reporter", "_hashes")
+
+    def __init__(
+        self,
+        wheel_dirs: tuple[Path, ...] = (),
+        index: bool = True,
+        python: str | None = None,
+        notes: list[str] | None = None,
+        skipped: list[str] | None = None,
+        reporter: Reporter = NONE,
+    ) -> None:
+        self.wheel_dirs, self.index, self.python = wheel_dirs, index, python
+        self.notes = notes if notes is not None else []
+        self.skipped = skipped if skipped is not None else []
+        self._reporter = reporter
+        self._hashes: dict[tuple[str, str], set[str]] = {}
+
+    @property
+    def reporter(self) -> Reporter:
+        """A download's progress."""
+        return self._reporter
+
+    @reporter.setter
+    def reporter(self, reporter: Reporter) -> None:
+        self._reporter = reporter
 
     @classmethod
     def configure(
@@ -322,13 +342,14 @@ def _file_version(filename: str) -> Version | None:
         return None
 
 
-@dataclass(frozen=True)
-class Pristine:
-    """Some files of one released version, with the set of paths its wheel owns."""
+class Pristine(Value):
+    """Some files of one released version (None: the wheel has no such file), with the set
+    of paths its wheel owns."""
 
-    label: str
-    files: dict[str, bytes | None]  # None: the wheel has no such file
-    owned: frozenset[str]
+    __slots__ = ("label", "files", "owned")
+
+    def __init__(self, label: str, files: dict[str, bytes | None], owned: frozenset[str]) -> None:
+        self.label, self.files, self.owned = label, files, owned
 
 
 def pristine(

@@ -16,7 +16,6 @@ import os
 import weakref
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -24,25 +23,36 @@ from compatkit import bounded
 from compatkit.delivery import wheelcheck
 from compatkit.delivery.wheelfile import UNREADABLE, Content, Stored, stream_digest
 from compatkit.model.records import Record, hash_bytes
+from compatkit.value import Value
 
 
-@dataclass(frozen=True)
-class Tree:
+def _not_executable(path: str) -> bool:
+    return False
+
+
+class Tree(Value):
     """One wheel's files: ``record`` maps each path to its RECORD hash ("" when it has none).
 
     ``problems``: why this copy is not a sane wheel (names, bounds, RECORD gaps; see
     :mod:`compatkit.delivery.wheelcheck`). ``archive``: the ``.whl`` file (None: an unpacked
-    copy)."""
+    copy). ``opener`` opens a file for reading in pieces (None: only ``reader``); KeyError or
+    FileNotFoundError when the copy has no such file."""
 
-    label: str
-    record: dict[str, str]
-    reader: Callable[[str], bytes | None]
-    executable: Callable[[str], bool] = lambda path: False
-    problems: tuple[str, ...] = ()
-    archive: Path | None = None
-    # opens a file for reading in pieces (None: only ``reader``); KeyError or
-    # FileNotFoundError when the copy has no such file
-    opener: Callable[[str], contextlib.AbstractContextManager[IO[bytes]]] | None = None
+    __slots__ = ("label", "record", "reader", "executable", "problems", "archive", "opener")
+
+    def __init__(
+        self,
+        label: str,
+        record: dict[str, str],
+        reader: Callable[[str], bytes | None],
+        executable: Callable[[str], bool] = _not_executable,
+        problems: tuple[str, ...] = (),
+        archive: Path | None = None,
+        opener: Callable[[str], contextlib.AbstractContextManager[IO[bytes]]] | None = None,
+    ) -> None:
+        self.label, self.record, self.reader = label, record, reader
+        self.executable, self.problems = executable, problems
+        self.archive, self.opener = archive, opener
 
     def owns(self, path: str) -> bool:
         return path in self.record

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -82,11 +81,14 @@ def find_edits(dist: Dist, reporter: Reporter = NONE) -> dict[str, bytes | None]
     return edits
 
 
-@dataclass
-class _Target:
-    root: Path  # the patchset directory
-    existing: Patchset | None
-    state: State | None
+class _Target(Value):
+    """Where the new patch goes: ``root`` the patchset directory, ``existing`` that patchset
+    (None: a new one), ``state`` its applied state here (None: not applied)."""
+
+    __slots__ = ("root", "existing", "state")
+
+    def __init__(self, root: Path, existing: Patchset | None, state: State | None) -> None:
+        self.root, self.existing, self.state = root, existing, state
 
 
 def _target(registry: Registry, into: Path, dist: Dist, name: str, patch_id: str) -> _Target:

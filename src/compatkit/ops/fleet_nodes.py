@@ -10,52 +10,70 @@ answer in time. :mod:`compatkit.ops.fleet` (a whole run) and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from compatkit.errors import CompatkitError
 from compatkit.model.results import Action, PatchsetState, PatchState
+from compatkit.value import Value
 
 
-@dataclass(frozen=True)
-class PatchRow:
-    id: str
-    status: PatchState
-    detail: str
+class PatchRow(Value):
+    __slots__ = ("id", "status", "detail")
+
+    def __init__(self, id: str, status: PatchState, detail: str) -> None:
+        self.id, self.status, self.detail = id, status, detail
 
 
-@dataclass
-class PatchsetOnNode:
+class PatchsetOnNode(Value):
     """One patchset on one node: ``action`` is what apply/revert did (APPLIED, NONE, ...),
     ``summary`` its state there afterwards (None: an error came first)."""
 
-    name: str
-    summary: PatchsetState | None
-    patches: list[PatchRow] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    action: Action | None = None
+    __slots__ = ("name", "summary", "patches", "problems", "action")
+
+    def __init__(
+        self,
+        name: str,
+        summary: PatchsetState | None,
+        patches: list[PatchRow] | None = None,
+        problems: list[str] | None = None,
+        action: Action | None = None,
+    ) -> None:
+        self.name, self.summary, self.action = name, summary, action
+        self.patches = patches if patches is not None else []
+        self.problems = problems if problems is not None else []
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
-@dataclass
-class NodeAnswer:
+class NodeAnswer(Value):
     """What a node's task returns: the interpreter it targeted and each patchset's result."""
 
-    python: str
-    patchsets: list[PatchsetOnNode]
+    __slots__ = ("python", "patchsets")
+
+    def __init__(self, python: str, patchsets: list[PatchsetOnNode]) -> None:
+        self.python, self.patchsets = python, patchsets
 
 
-@dataclass
-class NodeReport:
-    node_id: str
-    address: str
-    answer: NodeAnswer | None = None
-    failure: str | None = None  # "died during fleet apply (NodeDiedError: ...)"
-    end: str | None = None  # apply: where the run left the node ("rolled back: ...", ...)
+class NodeReport(Value):
+    """One node's part of a run: its ``answer`` (None: none came), ``failure`` in words ("died
+    during fleet apply (NodeDiedError: ...)"), and for apply ``end``, where the run left the
+    node ("rolled back: ...", ...)."""
+
+    __slots__ = ("node_id", "address", "answer", "failure", "end")
+
+    def __init__(
+        self,
+        node_id: str,
+        address: str,
+        answer: NodeAnswer | None = None,
+        failure: str | None = None,
+        end: str | None = None,
+    ) -> None:
+        self.node_id, self.address, self.answer = node_id, address, answer
+        self.failure, self.end = failure, end
 
     @property
     def ok(self) -> bool:
@@ -66,13 +84,23 @@ class NodeReport:
         )
 
 
-@dataclass
-class FleetResult:
-    verb: str
-    address: str
-    nodes: list[NodeReport]
-    dead_before: list[str] = field(default_factory=list)  # nodes already dead: not asked
-    rolled_back: bool = False  # apply failed somewhere: what it applied was reverted
+class FleetResult(Value):
+    """A whole fleet run: ``dead_before`` the nodes already dead (not asked), ``rolled_back``
+    whether apply failed somewhere and what it applied was reverted."""
+
+    __slots__ = ("verb", "address", "nodes", "dead_before", "rolled_back")
+
+    def __init__(
+        self,
+        verb: str,
+        address: str,
+        nodes: list[NodeReport],
+        dead_before: list[str] | None = None,
+        rolled_back: bool = False,
+    ) -> None:
+        self.verb, self.address, self.nodes = verb, address, nodes
+        self.dead_before = dead_before if dead_before is not None else []
+        self.rolled_back = rolled_back
 
     @property
     def ok(self) -> bool:

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 from compatkit import bounded
@@ -67,13 +66,24 @@ def install_hint(python: str, package: str) -> str:
     return f"uv pip install --python {python} {package}"
 
 
-@dataclass(frozen=True)
-class SmokeResult:
-    verdict: SmokeState
-    tests: list[str]  # outcome of each test case
-    reason: str = ""  # the first failure's message, one line
-    blocked_by: tuple[str, ...] = ()  # Smoke-Needs patches not applied here (see run_smoke)
-    error: str = ""  # the test's own first failure, one line (reason may wrap it: blocked)
+class SmokeResult(Value):
+    """One patch's smoke verdict: ``tests`` the outcome of each test case, ``reason`` the first
+    failure's message (one line), ``blocked_by`` the Smoke-Needs patches not applied here (see
+    :func:`run_smoke`), ``error`` the test's own first failure, one line (``reason`` may wrap
+    it: blocked)."""
+
+    __slots__ = ("verdict", "tests", "reason", "blocked_by", "error")
+
+    def __init__(
+        self,
+        verdict: SmokeState,
+        tests: list[str],
+        reason: str = "",
+        blocked_by: tuple[str, ...] = (),
+        error: str = "",
+    ) -> None:
+        self.verdict, self.tests, self.reason = verdict, tests, reason
+        self.blocked_by, self.error = blocked_by, error
 
 
 class SmokeRun(Value):

@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -42,14 +41,24 @@ from compatkit.ops.smoke import require_pytest, run_smoke, select
 from compatkit.value import Value
 
 
-@dataclass(frozen=True)
-class Verdict:
-    id: str
-    state: UpstreamState
-    smoke: SmokeState
-    textual: str  # applies cleanly / applies, offset N / its change is already present / conflict
-    reason: str = ""
-    error: str = ""  # the smoke test's own first failure (the exception line), if it failed
+class Verdict(Value):
+    """One patch against upstream: ``textual`` says how its diff applies ("applies cleanly",
+    "applies, offset N", "its change is already present", "conflict"); ``error`` is the smoke
+    test's own first failure (the exception line), if it failed."""
+
+    __slots__ = ("id", "state", "smoke", "textual", "reason", "error")
+
+    def __init__(
+        self,
+        id: str,
+        state: UpstreamState,
+        smoke: SmokeState,
+        textual: str,
+        reason: str = "",
+        error: str = "",
+    ) -> None:
+        self.id, self.state, self.smoke, self.textual = id, state, smoke, textual
+        self.reason, self.error = reason, error
 
 
 def classify(ps: Patchset, env: Environment) -> list[Verdict]:
@@ -193,7 +202,7 @@ class UpstreamResult(Value):
             "patchset": self.patchset,
             "target": f"{self.dist.name}=={self.dist.version}",
             "unmet_requirements": self.unmet,
-            "patches": [v.__dict__ for v in self.verdicts],
+            "patches": [v.as_dict() for v in self.verdicts],
         }
 
 
