@@ -194,7 +194,7 @@ def test_diff_beside_an_unedited_2gb_file_takes_little_memory(
     edited.with_name("new.tmp").write_bytes(b"x = 2\n")  # never through uv's hardlink
     os.replace(edited.with_name("new.tmp"), edited)
     env = {"COMPATKIT_NO_INDEX": "1", "COMPATKIT_CACHE_DIR": str(tmp_path / "ck-cache")}
-    args = ["--patchset-dir", str(tmp_path / "ps"), "diff", "big", "--patchset", "big-fix"]
+    args = ["diff", "big", "--patchset", "big-fix", "-o", str(tmp_path / "ps")]
     args += ["--id", "patch-1", "--wheel-dir", str(tmp_path)]
     rc, peak = peak_rss(venv.python, *args, env=env)
     assert rc == 0 and peak < 150 * MIB, (rc, peak)
