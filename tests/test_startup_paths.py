@@ -99,9 +99,9 @@ def test_apply_and_revert_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -> 
 
 def test_a_revert_sized_hash_stays_off_openssl(tmp_path: Path) -> None:
     """Benchmark P5: importing hashlib (OpenSSL) costs about what the built-in SHA-256 takes
-    for 1.5 MB more (docs/benchmarks.md, "P5 against its peers"), so a process that hashes up
-    to 1 MiB in all (a revert of the requests upgrade hashes 0.7 MiB) never imports it; past
-    that, OpenSSL's, with the same digests."""
+    for 1.25 MiB more (docs/benchmarks.md, "P5 against its peers"), so a process that hashes
+    up to that in all (an apply or a revert of the requests upgrade) never imports it; past
+    it, OpenSSL's, with the same digests."""
     code = (
         "import sys\n"
         "from compatkit.digest import sha256\n"
