@@ -5,7 +5,6 @@ needed; a warm apply and revert that import nothing heavy beyond what a transact
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,22 +95,3 @@ def test_apply_and_revert_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -> 
             else:
                 assert heavy == [], f"round {round}: compatkit {args[0]} imported {heavy}"
 
-
-def test_a_revert_sized_hash_stays_off_openssl(tmp_path: Path) -> None:
-    """Benchmark P5: importing hashlib (OpenSSL) costs about what the built-in SHA-256 takes
-    for 1.25 MiB more (docs/benchmarks.md, "P5 against its peers"), so a process that hashes
-    up to that in all (an apply or a revert of the requests upgrade) never imports it; past
-    it, OpenSSL's, with the same digests."""
-    code = (
-        "import sys\n"
-        "from compatkit.digest import sha256\n"
-        "data = b'x' * 700_000\n"
-        "first = sha256(data).digest()\n"
-        "print('hashlib' in sys.modules)\n"
-        "sha256(data)\n"
-        "print('hashlib' in sys.modules, first == sha256(data, small=False).digest())\n"
-    )
-    env = {**_env(), "PYTHONPATH": pythonpath(tmp_path)}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "True", "True"]

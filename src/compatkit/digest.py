@@ -29,9 +29,8 @@ except ImportError:
         _builtin = None
 
 # Up to this many bytes in all, the built-in module's slower hashing costs less than
-# importing hashlib: about where the two cost the same (docs/benchmarks.md, P1 and "P5
-# against its peers": an apply and a revert of a real upgrade stay under it).
-SMALL = 1280 * 1024
+# importing hashlib (docs/benchmarks.md, P1).
+SMALL = 256 * 1024
 _budget = [SMALL]
 
 
