@@ -94,4 +94,3 @@ def test_apply_and_revert_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -> 
                 )
             else:
                 assert heavy == [], f"round {round}: compatkit {args[0]} imported {heavy}"
-
