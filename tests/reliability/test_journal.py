@@ -225,6 +225,30 @@ def test_a_symlinked_journal_is_refused_and_discard_only_unlinks_it(crashed: Cra
     assert not os.path.lexists(crashed.journal) and (elsewhere / "journal.json").is_file()
 
 
+def test_discard_deletes_a_journal_holding_more_than_compatkit_writes(crashed: Crashed) -> None:
+    """A finished journal's known files are unlinked by name; anything else in the folder (a
+    file, a folder with files) still goes, through shutil.rmtree."""
+    (crashed.journal / "stray.txt").write_bytes(b"x")
+    (crashed.journal / "sub").mkdir()
+    (crashed.journal / "sub" / "deeper.txt").write_bytes(b"y")
+    crashed.assert_discard_leaves_files()
+    assert not os.path.lexists(crashed.journal.with_name(f"{txn.JOURNAL}.del"))
+
+
+def test_a_committed_journal_left_behind_is_removed_by_the_next_command(crashed: Crashed) -> None:
+    """A ``.del`` journal (committed, its removal interrupted) and a ``.tmp`` one (never in
+    force) are deleted, with whatever they hold, before the next transaction."""
+    info = crashed.journal.parent
+    assert crashed.target.inproc("recover").code == 0  # rolled back: the files as before
+    for suffix in (".del", ".tmp"):
+        (info / f"{txn.JOURNAL}{suffix}" / "sub").mkdir(parents=True)
+        (info / f"{txn.JOURNAL}{suffix}" / "sub" / "blobs").write_bytes(b"z")
+    assert crashed.target.inproc("apply", "demo-fix").code == 0
+    assert crashed.target.inproc("revert", "demo-fix").code == 0
+    left = sorted(p.name for p in info.iterdir() if p.name.startswith(txn.JOURNAL))
+    assert left == [], left
+
+
 def test_a_file_changed_after_the_crash_is_refused(crashed: Crashed) -> None:
     """The user edited a journaled file after the crash: rolling back would lose the edit."""
     path = crashed.site / "demo" / "greet.py"

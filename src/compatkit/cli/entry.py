@@ -12,8 +12,15 @@ Ctrl-C ends with one line, "compatkit: interrupted", and exit code 130, never a 
   stands (Python would otherwise end the process by the signal, with no line).
 
 Before this module runs, a Ctrl-C is the interpreter's, as for any Python program.
+
+The cyclic garbage collector is off while the CLI and the command's modules are imported: what
+an import makes (modules, functions, classes) lives until the process exits, so collecting
+during imports only walks it again and again. Once they are loaded, those objects are frozen
+(``gc.freeze``: later collections skip them) and the collector runs as usual for the command's
+work (:func:`_loaded`).
 """
 
+import gc
 import os
 import signal
 import sys
@@ -26,13 +33,20 @@ def _interrupted(signum: int, frame: object) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def _loaded() -> None:
+    """The command's modules are imported: freeze what the imports made, collect from here."""
+    gc.freeze()
+    gc.enable()
+
+
 def run() -> int:
+    gc.disable()  # until _loaded
     signal.signal(signal.SIGINT, _interrupted)
     try:
         from compatkit.cli.main import main
 
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        code = main()
+        code = main(loaded=_loaded)
     except KeyboardInterrupt:
         sys.stderr.write("compatkit: interrupted\n")
         code = EXIT_INTERRUPTED

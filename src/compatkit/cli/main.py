@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from compatkit.errors import (
@@ -32,8 +32,10 @@ ISSUES_URL = "https://github.com/compatkit/compatkit/issues"
 READ_ONLY = ("status", "verify", "explain", "list", "pristine")
 
 
-def _run(args: Namespace, out: Output) -> int:
-    """Import only the module of the command being run: start-up time is a tracked figure."""
+def _run(args: Namespace, out: Output, loaded: Callable[[], None] | None) -> int:
+    """Import only the module of the command being run: start-up time is a tracked figure.
+    ``loaded`` is called once it is imported, before it runs (the console script's collector,
+    compatkit.cli.entry)."""
     from importlib import import_module
 
     from compatkit.cli import table
@@ -42,11 +44,13 @@ def _run(args: Namespace, out: Output) -> int:
 
     remember_answers(args.command in READ_ONLY)  # commands that write ask packaging itself
     command = import_module(table.module(args.command))
+    if loaded is not None:
+        loaded()
     code: int = command.run(args, Context(args, out))
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, loaded: Callable[[], None] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = _parse(arguments)
     if isinstance(args, int):
@@ -55,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     out = Output(json_mode=args.json)
     try:
-        code = _run(args, out)
+        code = _run(args, out, loaded)
     except CompatkitError as exc:  # the error's own document, not the command's
         from compatkit.cli.output import error
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -213,6 +212,8 @@ def _wrap(text: str, width: int) -> list[str]:
     >>> _wrap("aa bb-cc dd", 6), _wrap("", 4)
     (['aa', 'bb-cc', 'dd'], [''])
     """
+    import textwrap  # here: apply and revert print no table
+
     return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 

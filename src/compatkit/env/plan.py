@@ -28,7 +28,7 @@ from compatkit.model import startup_code
 from compatkit.model.diff import shown
 from compatkit.model.ownership import Ownership
 from compatkit.model.patchset import Patch, Patchset
-from compatkit.model.records import Record, Row, hash_bytes, row_for
+from compatkit.model.records import Record, Row, hash_bytes, row_for, row_with
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -377,7 +377,8 @@ def _record_changes(
     append: list[Row] = []
     for path, new in result.contents.items():
         original = base[path]
-        fs = FileState(path, _sha(original), _sha(new), patches=result.touched_by[path])
+        new_sha = _sha(new)  # the state's and the RECORD row's: hashed once
+        fs = FileState(path, _sha(original), new_sha, patches=result.touched_by[path])
         if original is not None and not state.built_in:
             fs.backup, fs.backup_offset, fs.backup_size = archive.add(original)
             fs.mtime_ns = ov.mtimes.get(path) or ov.files.mtime_ns(path)
@@ -388,10 +389,13 @@ def _record_changes(
             fs.record_row, fs.record_index = row.raw, start.index(path)
         if new is None:
             remove.add(path)
-        elif row is not None:
-            replace[path] = row_for(path, new)
         else:
-            append.append(row_for(path, new))
+            assert new_sha is not None  # new is not None
+            digest = (new_sha, len(new))
+            if row is not None:
+                replace[path] = row_with(path, digest)
+            else:
+                append.append(row_with(path, digest))
         ov.write(path, new)
         for pyc in ov.pycs(path):
             backup = _drop_pyc(ov, state, pyc, folder, start)

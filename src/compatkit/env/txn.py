@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
 
 TMP_SUFFIX = ".compatkit-tmp"  # compatkit.atomic's (tests/env/test_atomic.py checks they agree)
 RESERVE = "reserve"  # in the journal folder: the space a rollback needs
+JOURNAL_FILES = ("blobs", "journal.json", RESERVE)  # every file of a journal folder
 _RESERVE_SLACK = 64 * 1024  # directory entries, the journal's own rename
 _steps = 0
 
@@ -131,7 +131,7 @@ def _write_journal(dist: Dist, changes: Sequence[Change], modes: dict[str, int])
     from compatkit.model import journal
 
     tmp = dist.dist_info / f"{JOURNAL}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
+    _remove_tree(tmp)
     tmp.mkdir(parents=True)
     entries: list[journal.Entry] = []
     with open(tmp / "blobs", "wb") as blobs:
@@ -228,10 +228,28 @@ def _prune_empty_dirs(directory: Path, dist: Dist) -> None:
 
 
 def _finish(journal: Path) -> None:
+    """Delete a journal: renamed to ``.del`` first (a committed journal), then its files."""
     done = journal.with_name(f"{JOURNAL}.del")
     os.replace(journal, done)
     _step()
-    shutil.rmtree(done)
+    for name in JOURNAL_FILES:  # what _write_journal writes there
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(done / name)
+    try:
+        os.rmdir(done)
+    except OSError:  # something else in it (a journal this compatkit did not write)
+        import shutil
+
+        shutil.rmtree(done)
+
+
+def _remove_tree(folder: Path) -> None:
+    """``shutil.rmtree(folder, ignore_errors=True)`` where a folder is there: shutil (with
+    zlib, bz2 and lzma) is imported only for a journal an interrupted run left."""
+    if os.path.lexists(folder):
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def commit(dist: Dist, changes: Sequence[Change]) -> None:
@@ -242,10 +260,10 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
         modes: dict[str, int] = {}
         journal = _write_journal(dist, changes, modes)
     except CompatkitError as exc:
-        shutil.rmtree(dist.dist_info / f"{JOURNAL}.tmp", ignore_errors=True)
+        _remove_tree(dist.dist_info / f"{JOURNAL}.tmp")
         raise CompatkitError(f"{exc.message}; nothing was changed", exc.problems) from None
     except OSError as exc:
-        shutil.rmtree(dist.dist_info / f"{JOURNAL}.tmp", ignore_errors=True)
+        _remove_tree(dist.dist_info / f"{JOURNAL}.tmp")
         raise _write_error(dist, exc) from None
     try:
         made: set[str] = set()
@@ -366,8 +384,8 @@ def _journal_left(dist: Dist) -> Path | None:
     """The journal an interrupted run left, if any; half-written or finished ones are removed
     (a ``.tmp`` journal was never in force, a ``.del`` one was committed)."""
     info = dist.dist_info
-    shutil.rmtree(info / f"{JOURNAL}.tmp", ignore_errors=True)
-    shutil.rmtree(info / f"{JOURNAL}.del", ignore_errors=True)
+    _remove_tree(info / f"{JOURNAL}.tmp")
+    _remove_tree(info / f"{JOURNAL}.del")
     folder = info / JOURNAL
     return folder if os.path.lexists(folder) else None
 
