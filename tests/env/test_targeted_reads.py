@@ -160,3 +160,28 @@ def test_a_lazy_record_edits_as_its_rows_do(
         first = next((i for i, r in enumerate(rows) if r.path == p), None)  # a path's first row
         assert got.index(p) == first
         assert got.get(p) == (None if first is None else rows[first])
+
+
+def test_the_transactions_ownership_check_takes_the_paths_of_the_record_it_planned_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A transaction re-reads RECORD under its lock and asks whose paths it lists: the same
+    bytes as the plan's parse are not split again (issue 36, G-apply), other bytes are, and
+    either way the answer is the one a fresh parse gives (a function of the bytes)."""
+    from compatkit.model import records
+
+    data = "".join(f"pkg/m{i}.py,sha256=h{i},{i}\n" for i in range(50)).encode()
+    planned = Record.parse(data)
+    split: list[bytes] = []
+    real = records._lines
+
+    def counted(raw: bytes) -> tuple[list[str], str, bool]:
+        split.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(records, "_lines", counted)
+    assert Record.paths_in(bytes(data)) == planned.paths()  # equal bytes, another object
+    assert split == []
+    other = data + b'"pkg/a,b.py",,\n'
+    assert Record.paths_in(other) == planned.paths() | {"pkg/a,b.py"}
+    assert split == [other]
