@@ -180,8 +180,9 @@ def sha256_open(
     that shrinks to where it ends; either way not its old digest, so it shows as changed.
     A file of at most :data:`compatkit.digest.SMALL` bytes may take the interpreter's own
     SHA-256 (no OpenSSL import on the start-up path), as :func:`compatkit.digest.sha256`;
-    ``threads`` (the caller hashes on several threads): always OpenSSL's, which releases the
-    GIL while it hashes. ``advance`` (a progress bar's) is told the size of each piece read."""
+    ``threads`` (the caller hashes many files, as pristine's workers do): always OpenSSL's,
+    faster per byte than the built-in, and it releases the GIL while it hashes. ``advance``
+    (a progress bar's) is told the size of each piece read."""
     from compatkit.digest import sha256
 
     h = sha256(small=False if threads else None, size=st.st_size)

@@ -239,7 +239,7 @@ def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread:
     os.mkfifo(root / "pipe")
     names += ["missing.py", "pipe"]
     jobs = [(DiskFiles(root), name) for name in names]
-    assert len(jobs) >= pristine.SERIAL_BELOW and pristine.threads() >= 1
+    assert len(jobs) >= pristine.SERIAL_BELOW and pristine.workers() >= 1
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     if other_thread:

@@ -74,15 +74,15 @@ class Bar(Reporter):
 
 class _BarTask(Task):
     """A task's line: what it is told is added up here and handed to rich at most every
-    :data:`_EVERY` seconds (hashing tells of every file and every piece read, from many
-    threads), and all of it when it ends, so its last frame shows where the work ended."""
+    :data:`_EVERY` seconds (hashing tells of every piece read, or of every batch its workers
+    finish), and all of it when it ends, so its last frame shows where the work ended."""
 
     def __init__(self, bar: Bar, ident: Any, by_bytes: bool) -> None:
         import threading
         import time
 
         self._bar, self._ident, self._by_bytes = bar, ident, by_bytes
-        self._lock = threading.Lock()  # hashing threads advance one task together
+        self._lock = threading.Lock()  # a Reporter may be told from several threads
         self._clock = time.monotonic
         self._steps = self._pending = 0
         self._shown = self._clock()

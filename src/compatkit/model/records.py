@@ -27,8 +27,8 @@ def hash_bytes(data: bytes, threads: bool = False) -> str:
 
     Small inputs are hashed by the interpreter's built-in SHA-256 (compatkit.digest): status
     and verify hash a few patched files, and importing hashlib (OpenSSL) would cost more than
-    the hashing (P1). ``threads``: the caller hashes on several threads (pristine,
-    P3), so always OpenSSL's, which releases the GIL.
+    the hashing (P1). ``threads``: the caller hashes many files (pristine's
+    workers), so always OpenSSL's, faster per byte, which releases the GIL.
     """
     return record_hash(sha256(data, small=False if threads else None).digest())
 

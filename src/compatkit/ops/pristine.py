@@ -152,8 +152,8 @@ def _more(n: int) -> str:
     return f", and {n - 1} more" if n > 1 else ""
 
 
-def threads() -> int:
-    """How many workers hashing uses: as many as this process may run on (its CPU affinity,
+def workers() -> int:
+    """How many worker processes hashing uses: as many as this process may run on (its CPU affinity,
     which a container's cpuset narrows), at least one."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -173,15 +173,15 @@ SERIAL_BELOW = 64
 def hash_files(jobs: list[tuple[DiskFiles, str]], reporter: Reporter = NONE) -> list[str | None]:
     """The RECORD-form hash of each (files, path) job, in order (None: missing;
     ``NOT_READ`` and why: a FIFO, a device), each file streamed. Many files are hashed in
-    worker processes, one per CPU this process may use (:func:`threads`), largest files
+    worker processes, one per CPU this process may use (:func:`workers`), largest files
     first (one big file started last would finish alone). Processes rather than threads:
     each file costs a few system calls and some bytecode under the GIL, and with tens of
     thousands of small files, threads spend their time waiting for it (docs/benchmarks.md,
     P3-all). ``reporter`` is told the files and bytes hashed of the total: piece by piece
     in this process, batch by batch from the workers."""
     sizes = [files.size(path) for files, path in jobs]
-    workers = min(threads(), len(jobs))
-    if workers <= 1 or len(jobs) < SERIAL_BELOW:
+    n = min(workers(), len(jobs))
+    if n <= 1 or len(jobs) < SERIAL_BELOW:
         with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
             return _hash_batch(jobs, task)
     order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
@@ -194,7 +194,7 @@ def hash_files(jobs: list[tuple[DiskFiles, str]], reporter: Reporter = NONE) -> 
         batches[-1].append(i)
         held += sizes[i]
     results: list[str | None] = [None] * len(jobs)
-    with _pool(workers) as pool:
+    with _pool(n) as pool:
         try:  # the workers start (fork) before a progress bar's thread does
             done = pool.map(_hash_batch, [[jobs[i] for i in batch] for batch in batches])
             with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
@@ -208,7 +208,7 @@ def hash_files(jobs: list[tuple[DiskFiles, str]], reporter: Reporter = NONE) -> 
     return results
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
+def _pool(n: int) -> ProcessPoolExecutor:
     """Worker processes: forked where forking is safe (Linux, and no other thread in this
     process: nothing to import again), else started afresh. They ignore Ctrl-C: the parent
     stops them."""
@@ -219,7 +219,7 @@ def _pool(workers: int) -> ProcessPoolExecutor:
 
     fork = sys.platform == "linux" and threading.active_count() == 1
     context = multiprocessing.get_context("fork" if fork else "spawn")
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_interrupts)
+    return ProcessPoolExecutor(n, mp_context=context, initializer=_ignore_interrupts)
 
 
 def _ignore_interrupts() -> None:
