@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING
 
 from compatkit.errors import CompatkitError
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -13,9 +13,9 @@ that (an apply hashes every file it touches several times): the same digests eit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 __all__ = ["SMALL", "Hash", "sha256"]
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from hashlib import _Hash as Hash

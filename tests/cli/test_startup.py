@@ -110,7 +110,7 @@ def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -
         (["verify"], "intact"),
         (["explain", "patch-1"], "Greet politely"),
     ):
-        watched = (*HEAVY, *WRITING)
+        watched = (*HEAVY, *WRITING, "typing")  # TYPE_CHECKING = False (CONTRIBUTING.md)
         code, out, loaded = _run_in(
             demo.venv, tmp_path, *args, "--patchset-dir", ps, watched=watched
         )

@@ -5,7 +5,8 @@ first use (a command that never reads the environment never resolves ``--python`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

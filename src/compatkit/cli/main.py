@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from compatkit.errors import (
     EXIT_INTERNAL,
@@ -20,6 +19,8 @@ from compatkit.errors import (
     EXIT_USAGE,
     CompatkitError,
 )
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

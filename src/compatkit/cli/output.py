@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from compatkit.errors import EXIT_FAILED
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any

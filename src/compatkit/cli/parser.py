@@ -14,11 +14,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import __version__
 from compatkit.cli import table
 from compatkit.errors import EXIT_USAGE
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any

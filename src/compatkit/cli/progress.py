@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from compatkit.model.progress import NONE, Reporter, Task
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any

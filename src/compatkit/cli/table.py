@@ -25,7 +25,7 @@ it (absent: the command's own name). compatkit.cli.main imports only that module
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Required, TypedDict

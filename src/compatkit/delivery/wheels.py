@@ -23,7 +23,6 @@ import urllib.request
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.tags import sys_tags
 from packaging.utils import (
@@ -49,6 +48,8 @@ from compatkit.errors import CompatkitError
 from compatkit.model.progress import NONE, Reporter
 from compatkit.model.records import hash_bytes
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from http.client import HTTPResponse

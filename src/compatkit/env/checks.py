@@ -11,7 +11,6 @@ packaging's answers and the compile check's verdicts come through
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
 from compatkit.digest import sha256
 from compatkit.engine.hunks import SeriesConflict, apply_series
@@ -22,6 +21,8 @@ from compatkit.model.diff import FileDiff
 from compatkit.model.patchset import Patchset, marker_holds, requirement_admits
 from compatkit.model.results import DiffState, PatchState
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.model.patchset import Facts

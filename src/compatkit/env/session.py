@@ -23,11 +23,12 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names, state_relpath
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.env import txn

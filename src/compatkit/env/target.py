@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import bounded
 from compatkit.errors import CompatkitError, UsageError
@@ -20,6 +19,8 @@ from compatkit.model.answers import canonicalize_name
 from compatkit.model.paths import quoted, resolve_inside
 from compatkit.model.records import Record, record_hash
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from collections.abc import Callable

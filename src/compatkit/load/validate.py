@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import bounded
 from compatkit.digest import sha256
@@ -32,6 +31,8 @@ from compatkit.load.trust import Finding, Resolver, refusal, shown
 from compatkit.model import startup_code
 from compatkit.model.answers import canonicalize_name
 from compatkit.model.patchset import Patch, Patchset, parse_patch, smoke_clashes, smoke_root_for
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.digest import Hash

@@ -20,7 +20,7 @@ always asks packaging itself, so nothing remembered decides what is written.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit.errors import PatchFormatError
 from compatkit.model import answers
 from compatkit.model.diff import FileDiff, parse_diff, shown
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement

@@ -17,10 +17,10 @@ system (or ``PYTHONCASEOK``) makes ``SiteCustomize.py`` importable; the cost is 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.model.paths import check_relpath
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.checks import requirement_problems, state_problems
 from compatkit.env.plan import Overlay, plan_apply, plan_revert
@@ -16,6 +14,8 @@ from compatkit.model import startup_code
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import Action
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any

@@ -31,7 +31,6 @@ import os
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit.env.session import Session
 from compatkit.env.state import states_of
@@ -40,6 +39,8 @@ from compatkit.errors import CompatkitError
 from compatkit.model.paths import outside_environment, quoted
 from compatkit.model.progress import NONE, Reporter, Task
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.env.plan import plan_revert
 from compatkit.env.session import Session, locate
 from compatkit.env.state import State, stacked_on
@@ -12,6 +10,8 @@ from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
 from compatkit.model.results import Action
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.env.txn import Change

@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import bounded
 from compatkit.env.checks import PatchStatus
@@ -27,6 +26,8 @@ from compatkit.runtime import install as disk
 from compatkit.runtime.integrity import damage, served
 from compatkit.runtime.prepare import Prepared, prepare
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.env.checks import (
     PatchStatus,
     constraint_problems,
@@ -16,6 +14,8 @@ from compatkit.env.target import Dist, Environment
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import DiffState, PatchsetState, PatchState
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -8,8 +8,6 @@ patch files make of the original bytes (:mod:`compatkit.env.derive`): a record i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.env import derive
 from compatkit.env.checks import constraint_problems, state_problems
 from compatkit.env.session import Session, locate
@@ -18,6 +16,8 @@ from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.load.config import ProjectConfig

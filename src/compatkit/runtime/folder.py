@@ -25,11 +25,12 @@ import shutil
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import bounded
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import statfacts
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from types import TracebackType

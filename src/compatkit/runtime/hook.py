@@ -39,7 +39,7 @@ import sys
 from _frozen_importlib import ModuleSpec
 from _frozen_importlib_external import MAGIC_NUMBER, PathFinder, SourceFileLoader
 
-TYPE_CHECKING = False  # not typing's: the hook runs at every start of the target (P7)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import CodeType

@@ -31,7 +31,6 @@ import marshal
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import atomic, bounded
 from compatkit.errors import CompatkitError, UsageError
@@ -39,6 +38,8 @@ from compatkit.runtime import startfiles, statfacts
 from compatkit.runtime.folder import Folder, check_name
 from compatkit.runtime.prepare import HOOK_SOURCE, Prepared, sha
 from compatkit.runtime.statfacts import Facts
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any

@@ -17,11 +17,12 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import bounded
 from compatkit.runtime import startfiles
 from compatkit.runtime.folder import Folder
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any

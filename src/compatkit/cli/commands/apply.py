@@ -7,10 +7,10 @@ environment (:mod:`compatkit.ops.project`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.errors import UsageError
 from compatkit.model.results import Action
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

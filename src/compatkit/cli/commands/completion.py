@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

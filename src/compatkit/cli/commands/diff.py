@@ -4,9 +4,10 @@ distribution into a new patch (:mod:`compatkit.ops.diff`), then show what was wr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit.cli.outputs import output_dir
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

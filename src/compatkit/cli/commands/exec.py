@@ -10,10 +10,11 @@ a diff does not apply (COMMAND does not run); 2 for usage errors; 127 when COMMA
 from __future__ import annotations
 
 import subprocess
-from typing import TYPE_CHECKING
 
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.ops import runtime as ops
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

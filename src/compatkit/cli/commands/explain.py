@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
 from compatkit.errors import CompatkitError, UsageError
@@ -22,6 +21,8 @@ AHEAD = 1.5  # the best is explained in full when it beats every other id by thi
 SHOWN = 5
 STDIN_KEEP = 1 << 20  # explain -: the last 1 MiB of standard input (where a traceback ends)
 NOT_UTF8 = 100  # explain -: more than 1 character in this many not UTF-8: not text
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

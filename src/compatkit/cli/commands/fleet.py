@@ -8,11 +8,12 @@ node (rolled back, unchanged, applied, unknown) when it did not succeed everywhe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
 from compatkit.errors import UsageError
 from compatkit.ops.fleet import FleetResult, NodeReport, run_fleet
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

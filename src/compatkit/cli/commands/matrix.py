@@ -13,10 +13,11 @@ checks the install is pristine again; then compares every patch with the cell's 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit.cli.outputs import output_dir, output_file
 from compatkit.errors import UsageError
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

@@ -3,9 +3,9 @@ file by file (:mod:`compatkit.ops.pristine`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.errors import UsageError
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.cli.outputs import output_dir
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

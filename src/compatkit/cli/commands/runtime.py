@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.errors import UsageError
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

@@ -5,9 +5,10 @@ runtime folders."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 from compatkit.cli.outputs import output_file
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

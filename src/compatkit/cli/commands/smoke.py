@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.ops.smoke import SmokeRun, applied_state, require_pytest, run_smoke, select
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

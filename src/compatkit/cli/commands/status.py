@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit.cli.output import Output
 from compatkit.ops import status as ops
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

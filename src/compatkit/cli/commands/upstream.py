@@ -7,13 +7,13 @@ The verdicts and their two oracles: :mod:`compatkit.ops.upstream`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from packaging.requirements import InvalidRequirement, Requirement
 
 from compatkit.errors import UsageError
 from compatkit.model.results import UpstreamState
 from compatkit.ops.upstream import target_release, upstream
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

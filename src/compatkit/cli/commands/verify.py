@@ -5,7 +5,7 @@ With no name, the project's ``[tool.compatkit]`` patchsets that fit this environ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace

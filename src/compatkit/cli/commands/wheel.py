@@ -3,10 +3,10 @@ patchset built in."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from compatkit.cli.outputs import output_dir
 from compatkit.ops.wheel import build_wheel
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from argparse import Namespace
