@@ -234,17 +234,27 @@ def _venv_patcher(work: Path, package: str, old: str, diff: Path) -> Peer | None
     return peer
 
 
+# What an apply and a revert written in Python with compatkit's dependencies import at the
+# least, whatever their own code: argparse (the command line), pathlib, json (the state file),
+# hashlib (RECORD's hashes), ctypes (syncfs); apply also packaging.specifiers (the PEP 440 fit
+# check) and packaging.utils (canonicalize_name, the distribution's name), asked of packaging
+# itself by a command that writes (nothing cached decides what is written).
+REVERT_IMPORTS = "argparse, pathlib, json, hashlib, ctypes"
+APPLY_IMPORTS = f"{REVERT_IMPORTS}, packaging.specifiers, packaging.utils"
+
 PEERS = ("socket-patch", "patch-ng", "patch-package-py", "venv-patcher")
 _skipped: set[str] = set()
 
 
 def measure(
     package: str, old: str, new: str, runs: int
-) -> tuple[float, float, float, int, int, list[tuple[Peer, float, float]]]:
+) -> tuple[float, float, float, int, int, list[tuple[Peer, float, float, tuple[float, float]]]]:
     """Medians of ``runs`` interleaved apply+revert pairs, git pairs and two ``python -c pass``
     (the interpreter start-ups alone: a floor no Python command goes below); files and hunks
-    in the diff; and each peer found with its median pair and the median of each round's
-    ratio of compatkit's pair to the peer's."""
+    in the diff; and each peer found with its median pair, the median of each round's ratio
+    of compatkit's pair to the peer's, and the import floor (APPLY_IMPORTS and REVERT_IMPORTS,
+    two interpreters timed in the same rounds): its median and its per-round ratio to the
+    peer's pair."""
     with tempfile.TemporaryDirectory(prefix="compatkit-p5-") as tmp:
         work = Path(tmp)
         target = _venv(work / "target", f"{package}=={old}", compile_bytecode=True)
@@ -292,6 +302,12 @@ def measure(
         def starts() -> float:
             return sum(timed([sys.executable, "-c", "pass"], env=env) for _ in range(2))
 
+        def imports() -> float:
+            return sum(
+                timed([sys.executable, "-c", f"import {names}"], env=env)
+                for names in (APPLY_IMPORTS, REVERT_IMPORTS)
+            )
+
         srcs = (old_src, new_src)
         found = {
             "socket-patch": _socket_patch(work, package, old, srcs),
@@ -303,7 +319,9 @@ def measure(
         for name in (n for n, p in found.items() if p is None and n not in _skipped):
             _skipped.add(name)
             print(f"  P5 peer {name}: not installed beside {sys.executable}, skipped", flush=True)
-        actions: list[Callable[[], float]] = [ours, git, starts, *(p.pair for p in peers)]
+        actions: list[Callable[[], float]] = [
+            ours, git, starts, imports, *(p.pair for p in peers)
+        ]  # fmt: skip
         # the warm-up round fills compatkit's caches, as any earlier run does (and makes
         # venv-patcher's git repository)
         rounds(0, *actions, warmup=1)
@@ -314,8 +332,12 @@ def measure(
         against = [
             (
                 peer,
-                statistics.median(r[3 + i] for r in done),
-                statistics.median(r[0] / r[3 + i] for r in done),
+                statistics.median(r[4 + i] for r in done),
+                statistics.median(r[0] / r[4 + i] for r in done),
+                (
+                    statistics.median(r[3] for r in done),
+                    statistics.median(r[3] / r[4 + i] for r in done),
+                ),
             )
             for i, peer in enumerate(peers)
         ]
@@ -336,7 +358,7 @@ def run(report: Report) -> None:
                 4.0 if package == "requests" and not report.quick else None,
             )
         )
-        for peer, elapsed, paired in against:
+        for peer, elapsed, paired, (imports, imports_paired) in against:
             report.add(
                 Figure(
                     f"P5-vs-{peer.name.split()[0]}",
@@ -348,6 +370,19 @@ def run(report: Report) -> None:
                     paired=paired,
                 )
             )
+            if package == "requests" and peer.name.startswith("socket-patch"):
+                report.add(
+                    Figure(
+                        "P5-imports-vs-socket-patch",
+                        "two interpreters importing only the modules compatkit's apply and "
+                        f"revert cannot do without (`{APPLY_IMPORTS}`; revert without "
+                        "packaging): no compatkit code, no work",
+                        imports,
+                        f"{peer.name}'s pair",
+                        elapsed,
+                        paired=imports_paired,
+                    )
+                )
         if package == "requests":
             report.add(
                 Figure(
