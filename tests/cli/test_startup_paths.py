@@ -82,7 +82,7 @@ def test_apply_and_revert_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -> 
         for args in (["apply", "demo-fix"], ["revert", "demo-fix"]):
             # textwrap: the tables' wrap (apply gets it through packaging's logging)
             # typing: apply gets it through packaging; revert needs none (CONTRIBUTING.md)
-            watch = (*HEAVY, "compatkit.ops.revert")
+            watch: tuple[str, ...] = (*HEAVY, "compatkit.ops.revert")
             watch = watch if args[0] == "apply" else (*HEAVY, "textwrap", "typing")
             proc = subprocess.run(
                 [demo.venv.python, "-c", f"HEAVY = {watch!r}\n{RUN}", *args, "--patchset-dir", ps],
