@@ -172,6 +172,8 @@ def shown(text: str) -> str:
 def changes_eol(lines: Sequence[tuple[str, str]], eols: Sequence[str]) -> bool:
     """Whether a hunk changes line endings: in one run of ``-`` and ``+`` lines, a line is
     removed with one ending ("\\n" or "\\r\\n") and added back with the other."""
+    if "\r\n" not in eols:
+        return False  # one ending throughout (or none): nothing to change
     runs: list[tuple[set[tuple[str, str]], set[tuple[str, str]]]] = [(set(), set())]
     for (kind, text), eol in zip(lines, eols, strict=True):
         if kind == " ":
@@ -355,7 +357,7 @@ class _Reader:
             old, new = old - (kind != "+"), new - (kind != "-")
             if old < 0 or new < 0:
                 raise self.fail(self.i, "hunk has more lines than its header counts")
-            if any(side in no_eol for side in kind.replace(" ", "-+")):
+            if no_eol and any(side in no_eol for side in kind.replace(" ", "-+")):
                 raise self.fail(self.i, "a line after '\\ No newline at end of file' on its side")
             text, eol = (line[1:-1], "\r\n") if line.endswith("\r") else (line[1:], "\n")
             body.append((kind, text))
