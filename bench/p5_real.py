@@ -10,9 +10,11 @@ start from files on disk (``sync``, untimed), as in P2. These patchsets are smal
 measured is mostly compatkit's fixed cost per run: two interpreter start-ups, the imports, the
 lock, the journal and two ``syncfs``.
 
-Peers (issue 35), each installed beside the interpreter that runs bench (``nox -s bench``
-installs them) and skipped with one line when absent, apply and revert the same diff to the
-same release on their own copy of the target venv, timed in the same rounds:
+compatkit is the one installed in the venv of bench/run.py's ``--python``, as users get it (not
+editable, bytecode compiled); the interpreter start-ups and imports are that interpreter's.
+Peers (issue 35), each installed in that venv too (``nox -s bench`` installs them) and skipped
+with one line when absent, apply and revert the same diff to the same release on their own copy
+of the target venv, timed in the same rounds:
 
 - socket-patch: a ``.socket/manifest.json`` entry for the release, ``beforeHash`` and
   ``afterHash`` of every changed file (git's SHA-256 of a blob) and both sides' bytes in
@@ -34,7 +36,6 @@ its apply and the old one after its revert (bytecode and the tools' own files as
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -60,7 +61,7 @@ HEADER = (
 
 def _venv(path: Path, requirement: str, compile_bytecode: bool, *also: str) -> Path:
     """A venv holding ``requirement`` (no dependencies unless ``also`` names any)."""
-    subprocess.run(["uv", "venv", "-q", "-p", sys.executable, str(path)], check=True)
+    subprocess.run(["uv", "venv", "-q", "-p", PYTHON[0], str(path)], check=True)
     cmd = ["uv", "pip", "install", "-q", "--python", str(path / "bin/python")]
     cmd += ["--link-mode", "copy", *(["--compile-bytecode"] if compile_bytecode else [])]
     subprocess.run([*cmd, "--no-deps", requirement], check=True)
@@ -132,15 +133,21 @@ def _tree(folder: Path) -> dict[str, bytes]:
     }
 
 
+# The interpreter of the venv bench measures (bench/run.py's --python): compatkit installed
+# there as users get it (not editable, bytecode compiled), the peers beside it (run sets it).
+PYTHON = [Path(sys.executable)]
+
+
 def _beside(script: str) -> Path | None:
-    path = Path(sys.executable).parent / script
+    path = PYTHON[0].parent / script
     return path if path.exists() else None
 
 
-def _installed(name: str) -> str:
-    from importlib.metadata import version
-
-    return version(name)
+def _installed(name: str) -> str | None:
+    """The version of distribution ``name`` in the measured venv, or None."""
+    code = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
+    proc = subprocess.run([PYTHON[0], "-c", code, name], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def _git_sha256(data: bytes) -> str:
@@ -187,11 +194,11 @@ def _socket_patch(work: Path, package: str, old: str, srcs: tuple[Path, Path]) -
 
 
 def _patch_ng(work: Path, package: str, old: str, diff: Path) -> Peer | None:
-    if importlib.util.find_spec("patch_ng") is None:
+    if _installed("patch-ng") is None:
         return None
     site = _venv(work / "png-target", f"{package}=={old}", compile_bytecode=True)
     peer = Peer(f"patch-ng {_installed('patch-ng')}", "python -m patch_ng, --revert", site, package)
-    cmd = [sys.executable, "-m", "patch_ng", "-q", "-d", str(site), str(diff)]
+    cmd = [str(PYTHON[0]), "-m", "patch_ng", "-q", "-d", str(site), str(diff)]
     peer.apply, peer.revert = cmd, [*cmd[:-1], "--revert", cmd[-1]]
     return peer
 
@@ -218,9 +225,9 @@ def _patch_package_py(work: Path, package: str, old: str, dist: str, diff: Path)
 
 
 def _venv_patcher(work: Path, package: str, old: str, diff: Path) -> Peer | None:
-    if _beside("venv-patcher") is None:
-        return None
     version = _installed("venv-patcher")
+    if _beside("venv-patcher") is None or version is None:
+        return None
     root = work / "vp-target"
     site = _venv(root, f"{package}=={old}", True, f"{package}=={old}", f"venv-patcher=={version}")
     peer = Peer(f"venv-patcher {version}", "apply, reset", site, package)
@@ -280,7 +287,7 @@ def measure(
         env = dict(os.environ)
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # compatkit with its bytecode, as users run it
         # the console script, as users run it (``python -m`` would add runpy)
-        exe = Path(sys.executable).parent / "compatkit"
+        exe = PYTHON[0].parent / "compatkit"
         base = [
             str(exe), "--python", str(work / "target/bin/python"),
             "--patchset-dir", str(work / "ps"),
@@ -300,11 +307,11 @@ def measure(
             return elapsed + timed(["git", "apply", "-R", patch], cwd=plain)
 
         def starts() -> float:
-            return sum(timed([sys.executable, "-c", "pass"], env=env) for _ in range(2))
+            return sum(timed([str(PYTHON[0]), "-c", "pass"], env=env) for _ in range(2))
 
         def imports() -> float:
             return sum(
-                timed([sys.executable, "-c", f"import {names}"], env=env)
+                timed([str(PYTHON[0]), "-c", f"import {names}"], env=env)
                 for names in (APPLY_IMPORTS, REVERT_IMPORTS)
             )
 
@@ -318,7 +325,7 @@ def measure(
         peers = [p for p in found.values() if p is not None]
         for name in (n for n, p in found.items() if p is None and n not in _skipped):
             _skipped.add(name)
-            print(f"  P5 peer {name}: not installed beside {sys.executable}, skipped", flush=True)
+            print(f"  P5 peer {name}: not installed beside {PYTHON[0]}, skipped", flush=True)
         actions: list[Callable[[], float]] = [
             ours, git, starts, imports, *(p.pair for p in peers)
         ]  # fmt: skip
@@ -344,7 +351,8 @@ def measure(
         return value, ref, floor, files, hunks, against
 
 
-def run(report: Report) -> None:
+def run(report: Report, python: Path) -> None:
+    PYTHON[0] = python
     runs = 1 if report.quick else 11
     for package, old, new in PAIRS:
         value, ref, floor, files, hunks, against = measure(package, old, new, runs)

@@ -68,7 +68,7 @@ def main() -> int:
         "P3": lambda: p1_p3.p3(report, args.python),
         "P3-all": lambda: p1_p3.p3_all(report, args.python),
         "P4": lambda: p4_matrix.run(report),
-        "P5": lambda: p5_real.run(report),
+        "P5": lambda: p5_real.run(report, args.python),
         "P6": lambda: p6_wheel.run(report, args.python),
         "P7": lambda: runtime_import.run(report, args.python),
         "F1": lambda: fleet.run(report),
