@@ -13,12 +13,16 @@ b'pkg/m.py,sha256=Ngi8oeROpsTSaOttsCJgJpiSwLQrhrvx53pvoWw8koI,3\\npkg-1.dist-inf
 from __future__ import annotations
 
 import binascii
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from typing import TypeVar
 
 from compatkit.digest import sha256
 from compatkit.value import Value
 
 # base64.urlsafe_b64encode is b2a_base64 with "+/" -> "-_"; binascii is built in, base64 and
 # csv are imported on demand (their imports are a fixed cost of every apply, benchmark P5)
+_S = TypeVar("_S")
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
@@ -104,17 +108,34 @@ class Record(Value):
     """A RECORD's rows, in order. One parsed from bytes builds a :class:`Row` per line only
     when something asks for them all: a command that reads or edits a few rows of a
     15,000-row RECORD reads their paths alone (issue 36, G-apply). A row is a function of its
-    raw text (every row is made by :meth:`Row.from_raw`), so records compare by raw text."""
+    raw text (every row is made by :meth:`Row.from_raw`), so records compare by raw text.
 
-    __slots__ = ("_rows", "_raws", "terminator", "final_newline", "_index", "_paths")
+    A parsed RECORD without quote characters (what installers write: a path needs quotes only
+    when it holds a comma, a quote or a line break) is kept as its text, not split into lines:
+    a row's path is then the text before its first comma, so a lookup is a search for the line
+    starting with the path and a comma (or made of the path alone), and an edit splices the
+    few lines it changes (issue 36, G-apply). Any other record is a list of lines."""
+
+    __slots__ = (
+        "_rows",
+        "_raws",
+        "_text",
+        "terminator",
+        "final_newline",
+        "_index",
+        "_paths",
+        "_hits",
+    )
 
     def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
         self._rows: tuple[Row, ...] | None = rows
-        self._raws: list[str] = []  # the rows' raw text while ``_rows`` is None
+        self._raws: list[str] | None = None  # the rows' raw text while ``_rows`` is None
+        self._text: str | None = None  # or: terminator + the lines + terminator (see above)
         self.terminator = terminator
         self.final_newline = final_newline
         self._index: dict[str, int] | None = None
         self._paths: list[str] | None = None
+        self._hits: dict[str, list[int]] = {}  # a path -> where its lines start in ``_text``
 
     @classmethod
     def _of_raws(cls, raws: list[str], terminator: str, final_newline: bool) -> Record:
@@ -123,20 +144,41 @@ class Record(Value):
         return record
 
     @classmethod
+    def _of_text(cls, padded: str, terminator: str, final_newline: bool) -> Record:
+        """``padded``: the terminator, one or more lines joined by it (none holding a quote
+        character), the terminator."""
+        record = cls((), terminator, final_newline)
+        record._rows, record._text = None, padded
+        return record
+
+    @classmethod
     def parse(cls, data: bytes) -> Record:
-        record = cls._of_raws(*_lines(data))
+        text = data.decode("utf-8", "surrogateescape")
+        terminator = "\r\n" if "\r\n" in text else "\n"
+        final_newline = text.endswith("\n")
+        body = text[: -len(terminator)] if text.endswith(terminator) else text
+        if body and '"' not in body:
+            record = cls._of_text(terminator + body + terminator, terminator, final_newline)
+        else:
+            record = cls._of_raws(body.split(terminator) if body else [], terminator, final_newline)
         _LAST[:] = [(data, record)]
         return record
 
     @property
     def rows(self) -> tuple[Row, ...]:
         if self._rows is None:
-            self._rows = tuple(Row.from_raw(r) for r in self._raws)
-            self._raws = []
+            self._rows = tuple(Row.from_raw(r) for r in self._raw_list())
+            self._raws, self._text = None, None
         return self._rows
 
     def _raw_list(self) -> list[str]:
-        return self._raws if self._rows is None else [r.raw for r in self._rows]
+        if self._rows is not None:
+            return [r.raw for r in self._rows]
+        if self._raws is None:
+            assert self._text is not None  # one of the three is set
+            cut = len(self.terminator)
+            self._raws = self._text[cut:-cut].split(self.terminator)
+        return self._raws
 
     def _path_list(self) -> list[str]:
         """Each row's path, in order, without building the rows."""
@@ -144,22 +186,70 @@ class Record(Value):
             if self._rows is None:  # Row.from_raw(r).path; split inline for a row without quotes
                 self._paths = [
                     r.partition(",")[0] if '"' not in r else Row.from_raw(r).path
-                    for r in self._raws
+                    for r in self._raw_list()
                 ]
             else:
                 self._paths = [r.path for r in self._rows]
         return self._paths
 
+    def _searched(self) -> bool:
+        """Whether lookups search the text (no index was built)."""
+        return self._text is not None and self._index is None
+
+    def _lines_of(self, path: str) -> list[int]:
+        """Where each line whose path is ``path`` starts in ``_text`` (at the terminator
+        before it), in order: the lines that are ``path`` followed by a comma or by the
+        terminator. A path holding a comma or the terminator is no line's path."""
+        hits = self._hits.get(path)
+        if hits is None:
+            text, end = self._text, self.terminator
+            assert text is not None
+            hits = []
+            if "," not in path and end not in path:
+                for pattern in (f"{end}{path},", f"{end}{path}{end}"):
+                    i = text.find(pattern)
+                    while i >= 0:
+                        hits.append(i)
+                        i = text.find(pattern, i + len(end))
+                hits.sort()
+            self._hits[path] = hits
+        return hits
+
+    def _line_at(self, start: int) -> str:
+        """The line after the terminator at ``start`` of ``_text``."""
+        assert self._text is not None
+        begin = start + len(self.terminator)
+        return self._text[begin : self._text.find(self.terminator, begin)]
+
     def _fields(self) -> tuple[object, ...]:
         return (tuple(self._raw_list()), self.terminator, self.final_newline)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        if self._text is not None and other._text is not None:  # no need to split the lines
+            return (self._text, self.terminator, self.final_newline) == (
+                other._text,
+                other.terminator,
+                other.final_newline,
+            )
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
 
     def __repr__(self) -> str:
         return f"Record(rows={self.rows!r}, terminator={self.terminator!r}, " + (
             f"final_newline={self.final_newline!r})"
         )
 
+    def owned(self) -> AbstractSet[str]:
+        """:meth:`paths` as a set view: a membership test is a lookup (see :class:`Record`),
+        and only iterating lists every path."""
+        return _Paths(self)
+
     @staticmethod
-    def paths_in(data: bytes) -> set[str]:
+    def paths_in(data: bytes) -> AbstractSet[str]:
         """``parse(data).paths()`` without the rest: a check that needs only who owns what.
 
         >>> sorted(Record.paths_in(b'a.py,sha256=x,1\\n"b,c.py",,\\n'))
@@ -167,15 +257,19 @@ class Record(Value):
 
         The same bytes as the last :meth:`parse` (a transaction's check of the RECORD its plan
         read, re-read under the lock) take that record's paths: the answer is a function of
-        the bytes, compared whole.
+        the bytes, compared whole (its :meth:`owned` view: no line is split for it).
         """
         if _LAST and _LAST[0][0] == data:
-            return _LAST[0][1].paths()
+            return _LAST[0][1].owned()
         return {  # as _path_list: Row.from_raw(r).path, split inline without quotes
             r.partition(",")[0] if '"' not in r else Row.from_raw(r).path for r in _lines(data)[0]
         }
 
     def render(self) -> bytes:
+        if self._rows is None and self._text is not None:
+            cut = len(self.terminator)
+            text = self._text[cut:-cut] + (self.terminator if self.final_newline else "")
+            return text.encode("utf-8", "surrogateescape")
         raws = self._raw_list()
         text = self.terminator.join(raws)
         if raws and self.final_newline:
@@ -190,10 +284,13 @@ class Record(Value):
         return self._index
 
     def get(self, path: str) -> Row | None:
+        if self._searched():
+            hits = self._lines_of(path)
+            return Row.from_raw(self._line_at(hits[0])) if hits else None
         i = self._positions.get(path)
         if i is None:
             return None
-        return self._rows[i] if self._rows is not None else Row.from_raw(self._raws[i])
+        return self._rows[i] if self._rows is not None else Row.from_raw(self._raw_list()[i])
 
     def paths(self) -> set[str]:
         return set(self._path_list())
@@ -218,11 +315,20 @@ class Record(Value):
         return Record(self.rows + new, self.terminator, self.final_newline or not self.rows)
 
     def index(self, path: str) -> int | None:
+        if self._searched():
+            assert self._text is not None
+            hits = self._lines_of(path)  # the lines before the first: terminators before it
+            return self._text.count(self.terminator, 0, hits[0]) if hits else None
         return self._positions.get(path)
 
     def edit(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
         """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs), on
-        the raw text: no row is built for the lines it keeps."""
+        the raw text: no row is built for the lines it keeps (in a record kept as its text,
+        no line is split: see :class:`Record`)."""
+        if self._searched() and not any(
+            '"' in r.raw or self.terminator in r.raw for r in (*replace.values(), *append)
+        ):
+            return self._edit_text(replace, remove, append)
         raws, paths = self._raw_list(), self._path_list()
         kept = [
             replace[p].raw if p in replace else raw
@@ -235,6 +341,36 @@ class Record(Value):
             present = {replace[p].path if p in replace else p for p in paths if p not in remove}
         kept += [r.raw for r in append if r.path not in present]
         return Record._of_raws(kept, self.terminator, self.final_newline or not raws)
+
+    def _edit_text(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
+        """:meth:`edit` of a record kept as its text, its new lines holding no quote character
+        and no terminator: the lines it replaces or removes are spliced, the rest is copied."""
+        text, end = self._text, self.terminator
+        assert text is not None
+        lines = sorted((i, p) for p in replace.keys() | remove for i in self._lines_of(p))
+        pieces, done = [], 0
+        for i, p in lines:
+            pieces.append(text[done:i])
+            if p not in remove:
+                pieces.append(end + replace[p].raw)
+            done = text.find(end, i + len(end))
+        pieces.append(text[done:])
+        kept = "".join(pieces)  # terminator, the lines kept, terminator; or one terminator
+
+        def present(path: str) -> bool:  # a line kept has this path (edit's ``present``)
+            if path not in remove and path not in replace and self._lines_of(path):
+                return True
+            return any(
+                row.path == path and p not in remove and self._lines_of(p)
+                for p, row in replace.items()
+            )
+
+        new = [r.raw for r in append if not present(r.path)]
+        if new:
+            kept = (kept if len(kept) > len(end) else end) + end.join(new) + end
+        if len(kept) <= len(end):  # every line removed, none added
+            return Record._of_raws([], end, self.final_newline)
+        return Record._of_text(kept, end, self.final_newline)
 
     def insert_all(self, rows: list[tuple[int, Row]]) -> Record:
         """``insert(index, row)`` for each pair in turn, in one pass (a loop is quadratic).
@@ -266,3 +402,25 @@ class Record(Value):
         at = len(rows) if index is None else min(index, len(rows))
         rows.insert(at, row)
         return Record(tuple(rows), self.terminator, self.final_newline or not self.rows)
+
+
+class _Paths(AbstractSet[str]):
+    """:meth:`Record.owned`: the set of a record's paths, looked up one by one."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: Record) -> None:
+        self._record = record
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._record.index(path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(self._record._path_list()))
+
+    def __len__(self) -> int:
+        return len(set(self._record._path_list()))
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[_S]) -> AbstractSet[_S]:  # what ``view | x`` builds
+        return set(it)
