@@ -98,7 +98,7 @@ _LAST: list[tuple[bytes, Record]] = []
 def _lines(data: bytes) -> tuple[list[str], str, bool]:
     """A RECORD's rows (raw text), its line terminator and whether it ends with one."""
     text = data.decode("utf-8", "surrogateescape")
-    terminator = "\r\n" if "\r\n" in text else "\n"
+    terminator = "\r\n" if "\r" in text and "\r\n" in text else "\n"  # "\r": one fast scan
     final_newline = text.endswith("\n")
     body = text[: -len(terminator)] if text.endswith(terminator) else text
     return (body.split(terminator) if body else []), terminator, final_newline
@@ -125,6 +125,7 @@ class Record(Value):
         "_index",
         "_paths",
         "_hits",
+        "_folders",
     )
 
     def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
@@ -136,6 +137,7 @@ class Record(Value):
         self._index: dict[str, int] | None = None
         self._paths: list[str] | None = None
         self._hits: dict[str, list[int]] = {}  # a path -> where its lines start in ``_text``
+        self._folders: dict[str, bool] = {}  # a folder -> whether a line's path is below it
 
     @classmethod
     def _of_raws(cls, raws: list[str], terminator: str, final_newline: bool) -> Record:
@@ -154,7 +156,7 @@ class Record(Value):
     @classmethod
     def parse(cls, data: bytes) -> Record:
         text = data.decode("utf-8", "surrogateescape")
-        terminator = "\r\n" if "\r\n" in text else "\n"
+        terminator = "\r\n" if "\r" in text and "\r\n" in text else "\n"  # "\r": one fast scan
         final_newline = text.endswith("\n")
         body = text[: -len(terminator)] if text.endswith(terminator) else text
         if body and '"' not in body:
@@ -199,21 +201,35 @@ class Record(Value):
     def _lines_of(self, path: str) -> list[int]:
         """Where each line whose path is ``path`` starts in ``_text`` (at the terminator
         before it), in order: the lines that are ``path`` followed by a comma or by the
-        terminator. A path holding a comma or the terminator is no line's path."""
+        terminator. A path holding a comma or the terminator is no line's path, nor is one
+        in a folder no line's path is in (found once for the folder: the bytecode or the
+        backups of a few modules, looked up one by one, cost one search in all)."""
         hits = self._hits.get(path)
-        if hits is None:
-            text, end = self._text, self.terminator
-            assert text is not None
-            hits = []
-            if "," not in path and end not in path:
-                for pattern in (f"{end}{path},", f"{end}{path}{end}"):
-                    i = text.find(pattern)
-                    while i >= 0:
-                        hits.append(i)
-                        i = text.find(pattern, i + len(end))
-                hits.sort()
-            self._hits[path] = hits
+        if hits is not None:
+            return hits
+        text, end = self._text, self.terminator
+        assert text is not None
+        hits = self._hits[path] = []
+        if "," in path or end in path or not self._has_folder(path.rpartition("/")[0]):
+            return hits
+        after = len(end) + len(path)
+        i = text.find(end + path)
+        while i >= 0:
+            if text.startswith(",", i + after) or text.startswith(end, i + after):
+                hits.append(i)
+            i = text.find(end + path, i + len(end))
         return hits
+
+    def _has_folder(self, folder: str) -> bool:
+        """Whether a line's path is in ``folder`` ("": the root) or below it."""
+        if not folder:
+            return True
+        known = self._folders.get(folder)
+        if known is None:
+            assert self._text is not None
+            known = self._has_folder(folder.rpartition("/")[0])
+            known = self._folders[folder] = known and f"{self.terminator}{folder}/" in self._text
+        return known
 
     def _line_at(self, start: int) -> str:
         """The line after the terminator at ``start`` of ``_text``."""
