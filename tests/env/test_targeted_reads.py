@@ -163,7 +163,8 @@ def test_a_lazy_record_edits_as_its_rows_do(
 
 
 # lines of a RECORD without quotes: the paths a lookup or an edit must tell apart (a prefix of
-# another path, a folder, a bare path, an empty line, a stray carriage return)
+# another path, a folder, a bare path, an empty line, a stray carriage return, a character
+# outside ASCII, a byte that is not UTF-8: "\udcc3" once decoded)
 _LINES = [
     "a.py,h,1",
     "a.pyc,h,2",
@@ -177,6 +178,8 @@ _LINES = [
     "d/e.py\r,h,7",
     ",h,8",
     "f/g/h.py,h,9",
+    "é/f.py,h,10",
+    "\udcc3/x.py,h,11",
 ]
 _PROBES = [
     "a.py",
@@ -196,19 +199,23 @@ _PROBES = [
     "a,h",
     "a.py\n",
     "n.py",
+    "é/f.py",
+    "\udcc3\udca9/f.py",
+    "\udcc3/x.py",
+    "\ud800/x.py",
 ]
 
 
 @given(
     lines=st.lists(st.sampled_from(_LINES), min_size=1, max_size=10),
-    replaced=st.sets(st.sampled_from(["a.py", "a", "d/e.py", "", "x.py"])),
+    replaced=st.sets(st.sampled_from(["a.py", "a", "d/e.py", "", "x.py", "\udcc3/x.py"])),
     removed=st.sets(
         st.sampled_from(
-            ["a.pyc", "d/e.py", "d/__pycache__/e.cpython-311.pyc", "", "f/g/h.py", "y.py"]
+            ["a.pyc", "d/e.py", "d/__pycache__/e.cpython-311.pyc", "", "f/g/h.py", "é/f.py"]
         )
     ),
     appended=st.lists(
-        st.sampled_from(["a.py", "n.py", "d/__pycache__/n.pyc", "f/n.py", ""]), max_size=4
+        st.sampled_from(["a.py", "n.py", "d/__pycache__/n.pyc", "f/n.py", "", "é/n.py"]), max_size=4
     ),
     ending=st.sampled_from(["\n", "\r\n", ""]),
 )
@@ -221,7 +228,7 @@ def test_a_record_kept_as_its_text_reads_and_edits_as_its_rows_do(
     repeats, and for paths no line has (in a folder no line is in, holding a comma or a line
     break)."""
     end = ending or "\n"
-    data = (end.join(lines) + ending).encode()
+    data = (end.join(lines) + ending).encode("utf-8", "surrogateescape")
     text = Record.parse(data)
     rows = Record.parse(data).rows  # the record of its rows
     built = Record(rows, text.terminator, text.final_newline)
@@ -231,7 +238,7 @@ def test_a_record_kept_as_its_text_reads_and_edits_as_its_rows_do(
         assert text.get(p) == built.get(p), p
         assert (p in text.owned()) == (p in built.paths()), p
     assert text == built and text.render() == built.render()
-    replace = {p: row_for(p, p.encode()) for p in replaced}
+    replace = {p: row_for(p, p.encode("utf-8", "surrogateescape")) for p in replaced}
     append = [row_for(p, b"new") for p in appended]
     got, expected = text.edit(replace, removed, append), built.edit(replace, removed, append)
     if text._text is not None:  # an edit of the text is text, unless no line is left

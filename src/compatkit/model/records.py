@@ -91,6 +91,16 @@ def row_with(path: str, digest: tuple[str, int] | None) -> Row:
     return Row.from_raw(buf.getvalue())
 
 
+def _encoded(text: str) -> bytes | None:
+    """``text`` as a RECORD's bytes hold it (None: no decoded RECORD holds it, such as a
+    surrogate escape that stands for a valid character's bytes)."""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return None
+    return data if data.decode("utf-8", "surrogateescape") == text else None
+
+
 # the bytes and record of the last Record.parse (see Record.paths_in)
 _LAST: list[tuple[bytes, Record]] = []
 
@@ -111,10 +121,12 @@ class Record(Value):
     raw text (every row is made by :meth:`Row.from_raw`), so records compare by raw text.
 
     A parsed RECORD without quote characters (what installers write: a path needs quotes only
-    when it holds a comma, a quote or a line break) is kept as its text, not split into lines:
-    a row's path is then the text before its first comma, so a lookup is a search for the line
-    starting with the path and a comma (or made of the path alone), and an edit splices the
-    few lines it changes (issue 36, G-apply). Any other record is a list of lines."""
+    when it holds a comma, a quote or a line break) is kept as its bytes, neither decoded nor
+    split into lines: a row's path is then the text before its first comma, so a lookup is a
+    search for the line starting with the path's bytes and a comma (or made of the path
+    alone), and an edit splices the few lines it changes (issue 36, G-apply). UTF-8 never
+    puts a line break, a comma or a quote inside a character, so the bytes split where the
+    text would. Any other record is a list of lines."""
 
     __slots__ = (
         "_rows",
@@ -131,7 +143,7 @@ class Record(Value):
     def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
         self._rows: tuple[Row, ...] | None = rows
         self._raws: list[str] | None = None  # the rows' raw text while ``_rows`` is None
-        self._text: str | None = None  # or: terminator + the lines + terminator (see above)
+        self._text: bytes | None = None  # or: terminator + the lines + terminator, encoded
         self.terminator = terminator
         self.final_newline = final_newline
         self._index: dict[str, int] | None = None
@@ -146,23 +158,21 @@ class Record(Value):
         return record
 
     @classmethod
-    def _of_text(cls, padded: str, terminator: str, final_newline: bool) -> Record:
+    def _of_text(cls, padded: bytes, terminator: str, final_newline: bool) -> Record:
         """``padded``: the terminator, one or more lines joined by it (none holding a quote
-        character), the terminator."""
+        character), the terminator; UTF-8 with surrogate escapes, as :meth:`render` writes."""
         record = cls((), terminator, final_newline)
         record._rows, record._text = None, padded
         return record
 
     @classmethod
     def parse(cls, data: bytes) -> Record:
-        text = data.decode("utf-8", "surrogateescape")
-        terminator = "\r\n" if "\r" in text and "\r\n" in text else "\n"  # "\r": one fast scan
-        final_newline = text.endswith("\n")
-        body = text[: -len(terminator)] if text.endswith(terminator) else text
-        if body and '"' not in body:
-            record = cls._of_text(terminator + body + terminator, terminator, final_newline)
+        end = b"\r\n" if b"\r" in data and b"\r\n" in data else b"\n"  # "\r": one fast scan
+        if b'"' in data or data in (b"", end):  # quotes; or no line at all (as _lines)
+            record = cls._of_raws(*_lines(data))
         else:
-            record = cls._of_raws(body.split(terminator) if body else [], terminator, final_newline)
+            padded = end + data if data.endswith(end) else end + data + end
+            record = cls._of_text(padded, end.decode(), data.endswith(b"\n"))
         _LAST[:] = [(data, record)]
         return record
 
@@ -179,7 +189,8 @@ class Record(Value):
         if self._raws is None:
             assert self._text is not None  # one of the three is set
             cut = len(self.terminator)
-            self._raws = self._text[cut:-cut].split(self.terminator)
+            text = self._text[cut:-cut].decode("utf-8", "surrogateescape")
+            self._raws = text.split(self.terminator)
         return self._raws
 
     def _path_list(self) -> list[str]:
@@ -207,35 +218,41 @@ class Record(Value):
         hits = self._hits.get(path)
         if hits is not None:
             return hits
-        text, end = self._text, self.terminator
+        text, end = self._text, self.terminator.encode()
         assert text is not None
         hits = self._hits[path] = []
-        if "," in path or end in path or not self._has_folder(path.rpartition("/")[0]):
+        key = _encoded(path)
+        if key is None or b"," in key or end in key or not self._has_folder(path):
             return hits
-        after = len(end) + len(path)
-        i = text.find(end + path)
+        after = len(end) + len(key)
+        i = text.find(end + key)
         while i >= 0:
-            if text.startswith(",", i + after) or text.startswith(end, i + after):
+            if text.startswith(b",", i + after) or text.startswith(end, i + after):
                 hits.append(i)
-            i = text.find(end + path, i + len(end))
+            i = text.find(end + key, i + len(end))
         return hits
 
-    def _has_folder(self, folder: str) -> bool:
-        """Whether a line's path is in ``folder`` ("": the root) or below it."""
-        if not folder:
+    def _has_folder(self, path: str) -> bool:
+        """Whether a line's path is in the folder holding ``path`` (or below it)."""
+        folder = path.rpartition("/")[0]
+        if not folder:  # the root
             return True
         known = self._folders.get(folder)
         if known is None:
-            assert self._text is not None
-            known = self._has_folder(folder.rpartition("/")[0])
-            known = self._folders[folder] = known and f"{self.terminator}{folder}/" in self._text
+            key = _encoded(folder)
+            assert self._text is not None and key is not None  # path's own was
+            known = self._has_folder(folder)
+            known = known and self.terminator.encode() + key + b"/" in self._text
+            self._folders[folder] = known
         return known
 
     def _line_at(self, start: int) -> str:
         """The line after the terminator at ``start`` of ``_text``."""
         assert self._text is not None
-        begin = start + len(self.terminator)
-        return self._text[begin : self._text.find(self.terminator, begin)]
+        end = self.terminator.encode()
+        begin = start + len(end)
+        line = self._text[begin : self._text.find(end, begin)]
+        return line.decode("utf-8", "surrogateescape")
 
     def _fields(self) -> tuple[object, ...]:
         return (tuple(self._raw_list()), self.terminator, self.final_newline)
@@ -282,10 +299,9 @@ class Record(Value):
         }
 
     def render(self) -> bytes:
-        if self._rows is None and self._text is not None:
+        if self._rows is None and self._text is not None:  # the bytes it was parsed from
             cut = len(self.terminator)
-            text = self._text[cut:-cut] + (self.terminator if self.final_newline else "")
-            return text.encode("utf-8", "surrogateescape")
+            return self._text[cut:] if self.final_newline else self._text[cut:-cut]
         raws = self._raw_list()
         text = self.terminator.join(raws)
         if raws and self.final_newline:
@@ -334,17 +350,18 @@ class Record(Value):
         if self._searched():
             assert self._text is not None
             hits = self._lines_of(path)  # the lines before the first: terminators before it
-            return self._text.count(self.terminator, 0, hits[0]) if hits else None
+            return self._text.count(self.terminator.encode(), 0, hits[0]) if hits else None
         return self._positions.get(path)
 
     def edit(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
         """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs), on
         the raw text: no row is built for the lines it keeps (in a record kept as its text,
         no line is split: see :class:`Record`)."""
-        if self._searched() and not any(
-            '"' in r.raw or self.terminator in r.raw for r in (*replace.values(), *append)
-        ):
-            return self._edit_text(replace, remove, append)
+        if self._searched():
+            new = [_encoded(r.raw) for r in (*replace.values(), *append)]
+            end = self.terminator.encode()
+            if all(r is not None and b'"' not in r and end not in r for r in new):
+                return self._edit_text(replace, remove, append)
         raws, paths = self._raw_list(), self._path_list()
         kept = [
             replace[p].raw if p in replace else raw
@@ -359,19 +376,20 @@ class Record(Value):
         return Record._of_raws(kept, self.terminator, self.final_newline or not raws)
 
     def _edit_text(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
-        """:meth:`edit` of a record kept as its text, its new lines holding no quote character
-        and no terminator: the lines it replaces or removes are spliced, the rest is copied."""
-        text, end = self._text, self.terminator
+        """:meth:`edit` of a record kept as its bytes, its new lines holding no quote character
+        and no terminator: the lines it replaces or removes are spliced, the rest is copied
+        once."""
+        text, end = self._text, self.terminator.encode()
         assert text is not None
         lines = sorted((i, p) for p in replace.keys() | remove for i in self._lines_of(p))
-        pieces, done = [], 0
+        whole = memoryview(text)
+        pieces: list[bytes | memoryview] = []
+        done = 0
         for i, p in lines:
-            pieces.append(text[done:i])
+            pieces.append(whole[done:i])
             if p not in remove:
-                pieces.append(end + replace[p].raw)
+                pieces.append(end + replace[p].raw.encode("utf-8", "surrogateescape"))
             done = text.find(end, i + len(end))
-        pieces.append(text[done:])
-        kept = "".join(pieces)  # terminator, the lines kept, terminator; or one terminator
 
         def present(path: str) -> bool:  # a line kept has this path (edit's ``present``)
             if path not in remove and path not in replace and self._lines_of(path):
@@ -381,12 +399,17 @@ class Record(Value):
                 for p, row in replace.items()
             )
 
-        new = [r.raw for r in append if not present(r.path)]
+        new = [r.raw.encode("utf-8", "surrogateescape") for r in append if not present(r.path)]
         if new:
-            kept = (kept if len(kept) > len(end) else end) + end.join(new) + end
+            pieces.append(whole[done : len(text) - len(end)])  # the last line kept, if any
+            pieces += [end + raw for raw in new]
+            pieces.append(end)
+        else:
+            pieces.append(whole[done:])
+        kept = b"".join(pieces)  # terminator, the lines, terminator; or one terminator
         if len(kept) <= len(end):  # every line removed, none added
-            return Record._of_raws([], end, self.final_newline)
-        return Record._of_text(kept, end, self.final_newline)
+            return Record._of_raws([], self.terminator, self.final_newline)
+        return Record._of_text(kept, self.terminator, self.final_newline)
 
     def insert_all(self, rows: list[tuple[int, Row]]) -> Record:
         """``insert(index, row)`` for each pair in turn, in one pass (a loop is quadratic).
