@@ -143,7 +143,7 @@ class Record(Value):
     def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
         self._rows: tuple[Row, ...] | None = rows
         self._raws: list[str] | None = None  # the rows' raw text while ``_rows`` is None
-        self._text: bytes | None = None  # or: terminator + the lines + terminator, encoded
+        self._text: bytes | None = None  # or: each line, then the terminator (encoded)
         self.terminator = terminator
         self.final_newline = final_newline
         self._index: dict[str, int] | None = None
@@ -158,11 +158,11 @@ class Record(Value):
         return record
 
     @classmethod
-    def _of_text(cls, padded: bytes, terminator: str, final_newline: bool) -> Record:
-        """``padded``: the terminator, one or more lines joined by it (none holding a quote
-        character), the terminator; UTF-8 with surrogate escapes, as :meth:`render` writes."""
+    def _of_text(cls, text: bytes, terminator: str, final_newline: bool) -> Record:
+        """``text``: one or more lines (none holding a quote character), each followed by the
+        terminator; UTF-8 with surrogate escapes, as :meth:`render` writes."""
         record = cls((), terminator, final_newline)
-        record._rows, record._text = None, padded
+        record._rows, record._text = None, text
         return record
 
     @classmethod
@@ -171,8 +171,8 @@ class Record(Value):
         if b'"' in data or data in (b"", end):  # quotes; or no line at all (as _lines)
             record = cls._of_raws(*_lines(data))
         else:
-            padded = end + data if data.endswith(end) else end + data + end
-            record = cls._of_text(padded, end.decode(), data.endswith(b"\n"))
+            text = data if data.endswith(end) else data + end  # the bytes read: no copy
+            record = cls._of_text(text, end.decode(), data.endswith(b"\n"))
         _LAST[:] = [(data, record)]
         return record
 
@@ -189,7 +189,7 @@ class Record(Value):
         if self._raws is None:
             assert self._text is not None  # one of the three is set
             cut = len(self.terminator)
-            text = self._text[cut:-cut].decode("utf-8", "surrogateescape")
+            text = self._text[:-cut].decode("utf-8", "surrogateescape")
             self._raws = text.split(self.terminator)
         return self._raws
 
@@ -210,11 +210,11 @@ class Record(Value):
         return self._text is not None and self._index is None
 
     def _lines_of(self, path: str) -> list[int]:
-        """Where each line whose path is ``path`` starts in ``_text`` (at the terminator
-        before it), in order: the lines that are ``path`` followed by a comma or by the
-        terminator. A path holding a comma or the terminator is no line's path, nor is one
-        in a folder no line's path is in (found once for the folder: the bytecode or the
-        backups of a few modules, looked up one by one, cost one search in all)."""
+        """Where each line whose path is ``path`` starts in ``_text``, in order: the lines
+        that are ``path`` followed by a comma or by the terminator. A path holding a comma or
+        the terminator is no line's path, nor is one in a folder no line's path is in (found
+        once for the folder: the bytecode or the backups of a few modules, looked up one by
+        one, cost one search in all)."""
         hits = self._hits.get(path)
         if hits is not None:
             return hits
@@ -224,12 +224,16 @@ class Record(Value):
         key = _encoded(path)
         if key is None or b"," in key or end in key or not self._has_folder(path):
             return hits
-        after = len(end) + len(key)
-        i = text.find(end + key)
-        while i >= 0:
-            if text.startswith(b",", i + after) or text.startswith(end, i + after):
-                hits.append(i)
-            i = text.find(end + key, i + len(end))
+        start = 0 if text.startswith(key) else -1  # the first line; then each after a terminator
+        if start < 0:
+            start = text.find(end + key)
+            start = start + len(end) if start >= 0 else -1
+        while start >= 0:
+            after = start + len(key)
+            if text.startswith(b",", after) or text.startswith(end, after):
+                hits.append(start)
+            start = text.find(end + key, start)
+            start = start + len(end) if start >= 0 else -1
         return hits
 
     def _has_folder(self, path: str) -> bool:
@@ -239,19 +243,18 @@ class Record(Value):
             return True
         known = self._folders.get(folder)
         if known is None:
-            key = _encoded(folder)
+            key = _encoded(folder + "/")
             assert self._text is not None and key is not None  # path's own was
-            known = self._has_folder(folder)
-            known = known and self.terminator.encode() + key + b"/" in self._text
+            known = self._has_folder(folder) and (
+                self._text.startswith(key) or self.terminator.encode() + key in self._text
+            )
             self._folders[folder] = known
         return known
 
     def _line_at(self, start: int) -> str:
-        """The line after the terminator at ``start`` of ``_text``."""
+        """The line starting at ``start`` of ``_text``."""
         assert self._text is not None
-        end = self.terminator.encode()
-        begin = start + len(end)
-        line = self._text[begin : self._text.find(end, begin)]
+        line = self._text[start : self._text.find(self.terminator.encode(), start)]
         return line.decode("utf-8", "surrogateescape")
 
     def _fields(self) -> tuple[object, ...]:
@@ -300,8 +303,7 @@ class Record(Value):
 
     def render(self) -> bytes:
         if self._rows is None and self._text is not None:  # the bytes it was parsed from
-            cut = len(self.terminator)
-            return self._text[cut:] if self.final_newline else self._text[cut:-cut]
+            return self._text if self.final_newline else self._text[: -len(self.terminator)]
         raws = self._raw_list()
         text = self.terminator.join(raws)
         if raws and self.final_newline:
@@ -385,11 +387,12 @@ class Record(Value):
         whole = memoryview(text)
         pieces: list[bytes | memoryview] = []
         done = 0
-        for i, p in lines:
-            pieces.append(whole[done:i])
+        for start, p in lines:  # each line and its terminator: [start, next line)
+            pieces.append(whole[done:start])
             if p not in remove:
-                pieces.append(end + replace[p].raw.encode("utf-8", "surrogateescape"))
-            done = text.find(end, i + len(end))
+                pieces.append(replace[p].raw.encode("utf-8", "surrogateescape") + end)
+            done = text.find(end, start) + len(end)
+        pieces.append(whole[done:])
 
         def present(path: str) -> bool:  # a line kept has this path (edit's ``present``)
             if path not in remove and path not in replace and self._lines_of(path):
@@ -399,15 +402,11 @@ class Record(Value):
                 for p, row in replace.items()
             )
 
-        new = [r.raw.encode("utf-8", "surrogateescape") for r in append if not present(r.path)]
-        if new:
-            pieces.append(whole[done : len(text) - len(end)])  # the last line kept, if any
-            pieces += [end + raw for raw in new]
-            pieces.append(end)
-        else:
-            pieces.append(whole[done:])
-        kept = b"".join(pieces)  # terminator, the lines, terminator; or one terminator
-        if len(kept) <= len(end):  # every line removed, none added
+        pieces += [
+            r.raw.encode("utf-8", "surrogateescape") + end for r in append if not present(r.path)
+        ]
+        kept = b"".join(pieces)
+        if not kept:  # every line removed, none added
             return Record._of_raws([], self.terminator, self.final_newline)
         return Record._of_text(kept, self.terminator, self.final_newline)
 
