@@ -8,7 +8,6 @@ one on the same overlay, so both land in one transaction.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from compatkit import bounded
 from compatkit.engine.hunks import SeriesConflict, SeriesResult, apply_series
@@ -28,6 +27,8 @@ from compatkit.model.diff import shown
 from compatkit.model.ownership import Ownership
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.records import Record, Row, hash_bytes, row_for, row_with
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Protocol

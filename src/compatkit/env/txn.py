@@ -25,7 +25,6 @@ import stat
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from compatkit import bounded
 from compatkit.env.state import JOURNAL as JOURNAL  # where recover and the tests look for it
@@ -36,6 +35,8 @@ from compatkit.model.ownership import Ownership
 from compatkit.model.paths import resolve_inside
 from compatkit.model.records import Record, Row
 from compatkit.value import Value
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.model import journal

@@ -15,14 +15,19 @@ from __future__ import annotations
 import binascii
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
-from typing import TypeVar
 
 from compatkit.digest import sha256
 from compatkit.value import Value
 
+TYPE_CHECKING = False  # not typing's: the read-only commands do not import typing
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _S = TypeVar("_S")
+
 # base64.urlsafe_b64encode is b2a_base64 with "+/" -> "-_"; binascii is built in, base64 and
 # csv are imported on demand (their imports are a fixed cost of every apply, benchmark P5)
-_S = TypeVar("_S")
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
