@@ -8,7 +8,6 @@ one on the same overlay, so both land in one transaction.
 
 from __future__ import annotations
 
-
 from compatkit import bounded
 from compatkit.engine.hunks import SeriesConflict, SeriesResult, apply_series
 from compatkit.env.state import (
