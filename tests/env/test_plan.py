@@ -215,3 +215,58 @@ def test_reapply_of_an_edited_patchset_plans_revert_and_apply_together() -> None
     plan_revert(ov, state_of(files), force=False)
     files.commit(ov.changes())
     assert files.files == pristine
+
+
+def test_bytecode_of_every_interpreter_is_found_and_moved_aside_and_back() -> None:
+    """A module's bytecode is every ``STEM.TAG.pyc`` and ``STEM.TAG.opt-N.pyc`` in its
+    ``__pycache__``: this interpreter's, stale ones of others (another CPython, PyPy, a tag
+    never seen), whatever order the folder lists them in, and nothing else (another module
+    whose name starts with the same letters or stem, a file that is not ``.pyc``, a name with
+    no tag). The folder is listed once for all the modules patched in it (issue 36, G-apply:
+    its names are searched in one string instead of sorted)."""
+    cache = "demo/__pycache__"
+    ours = [
+        "greet.cpython-311.pyc",
+        "greet.cpython-310.pyc",
+        "greet.cpython-311.opt-1.pyc",
+        "greet.cpython-311.opt-2.pyc",
+        "greet.pypy311.pyc",
+        "greet.some-future-tag.pyc",
+        "util.cpython-39.pyc",
+        "util.cpython-313.opt-1.pyc",
+    ]
+    others = [
+        "greeting.cpython-311.pyc",  # another module
+        "greet_x.cpython-311.pyc",
+        "agreet.cpython-311.pyc",
+        "greet.pyc",  # no tag
+        "greet.cpython-311.pyc.tmp",  # not bytecode
+        "greet.cpython-311.txt",
+        "utility.cpython-311.pyc",
+        "xutil.cpython-311.pyc",
+    ]
+    names = ours + others
+    bytecode = {f"{cache}/{n}": b"\x00" + n.encode() for n in names[::-1]}  # unsorted order
+    files = installed(bytecode)
+    listed: list[str] = []
+    real = files.listdir
+
+    def listdir(relpath: str) -> list[str]:
+        listed.append(relpath)
+        return real(relpath)[::-1]
+
+    files.listdir = listdir  # type: ignore[method-assign]
+    ov = Overlay(dist(), files)
+    assert ov.pycs("demo/greet.py") == sorted(f"{cache}/{n}" for n in ours if "greet." in n)
+    assert ov.pycs("demo/util.py") == sorted(f"{cache}/{n}" for n in ours if "util." in n)
+    assert ov.pycs("demo/__init__.py") == []
+    assert listed == [cache]
+    pristine = dict(files.files)
+    apply_in_memory(files, demo_patchset(PATCH_GREET, PATCH_UTIL))
+    assert sorted(n for n in names if f"{cache}/{n}" in files.files) == sorted(others)
+    saved = {d for p, d in files.files.items() if p.startswith(f"{INFO}/compatkit/demo-fix/pyc/")}
+    assert saved == {b"\x00" + n.encode() for n in ours}
+    ov = Overlay(dist(), files)
+    assert plan_revert(ov, state_of(files), force=False) == []
+    files.commit(ov.changes())
+    assert files.files == pristine

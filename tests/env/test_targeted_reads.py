@@ -162,6 +162,121 @@ def test_a_lazy_record_edits_as_its_rows_do(
         assert got.get(p) == (None if first is None else rows[first])
 
 
+# lines of a RECORD without quotes: the paths a lookup or an edit must tell apart (a prefix of
+# another path, a folder, a bare path, an empty line, a stray carriage return, a character
+# outside ASCII, a byte that is not UTF-8: "\udcc3" once decoded)
+_LINES = [
+    "a.py,h,1",
+    "a.pyc,h,2",
+    "a,h,3",
+    "a",
+    "a.py",
+    "",
+    "d/e.py,h,4",
+    "d/e.py,x,5",
+    "d/__pycache__/e.cpython-311.pyc,h,6",
+    "d/e.py\r,h,7",
+    ",h,8",
+    "f/g/h.py,h,9",
+    "é/f.py,h,10",
+    "\udcc3/x.py,h,11",
+]
+_PROBES = [
+    "a.py",
+    "a",
+    "a.pyc",
+    "",
+    "d",
+    "d/",
+    "d/e.py",
+    "d/e.py\r",
+    "d/__pycache__/e.x.pyc",
+    "d/__pycache__/e.cpython-311.pyc",
+    "f/g/h.py",
+    "f/g",
+    "f/x/h.py",
+    "x/y.py",
+    "a,h",
+    "a.py\n",
+    "n.py",
+    "é/f.py",
+    "\udcc3\udca9/f.py",
+    "\udcc3/x.py",
+    "\ud800/x.py",
+]
+
+
+@given(
+    lines=st.lists(st.sampled_from(_LINES), min_size=1, max_size=10),
+    replaced=st.sets(st.sampled_from(["a.py", "a", "d/e.py", "", "x.py", "\udcc3/x.py"])),
+    removed=st.sets(
+        st.sampled_from(
+            ["a.pyc", "d/e.py", "d/__pycache__/e.cpython-311.pyc", "", "f/g/h.py", "é/f.py"]
+        )
+    ),
+    appended=st.lists(
+        st.sampled_from(["a.py", "n.py", "d/__pycache__/n.pyc", "f/n.py", "", "é/n.py"]), max_size=4
+    ),
+    ending=st.sampled_from(["\n", "\r\n", ""]),
+)
+def test_a_record_kept_as_its_text_reads_and_edits_as_its_rows_do(
+    lines: list[str], replaced: set[str], removed: set[str], appended: list[str], ending: str
+) -> None:
+    """A RECORD without quote characters is kept as its text (no line split: issue 36,
+    G-apply): each lookup, edit, rendering and comparison gives what the record of its rows
+    gives, for paths that are prefixes of others, folders, bare paths, empty lines and
+    repeats, and for paths no line has (in a folder no line is in, holding a comma or a line
+    break)."""
+    end = ending or "\n"
+    data = (end.join(lines) + ending).encode("utf-8", "surrogateescape")
+    text = Record.parse(data)
+    rows = Record.parse(data).rows  # the record of its rows
+    built = Record(rows, text.terminator, text.final_newline)
+    assert (text._text is not None) == bool(rows)  # kept as its text, unless empty
+    for p in _PROBES:
+        assert text.index(p) == built.index(p), p
+        assert text.get(p) == built.get(p), p
+        assert (p in text.owned()) == (p in built.paths()), p
+    assert text == built and text.render() == built.render()
+    replace = {p: row_for(p, p.encode("utf-8", "surrogateescape")) for p in replaced}
+    append = [row_for(p, b"new") for p in appended]
+    got, expected = text.edit(replace, removed, append), built.edit(replace, removed, append)
+    if text._text is not None:  # an edit of the text is text, unless no line is left
+        assert (got._text is not None) == bool(expected.rows)
+    for p in _PROBES:
+        assert (got.index(p), got.get(p)) == (expected.index(p), expected.get(p)), p
+    assert got == expected and got.render() == expected.render()
+    assert got.rows == expected.rows
+
+
+def test_apply_splits_no_record_into_lines(
+    tmp_path: Path,
+    make_venv: Callable[..., Venv],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """apply of a 1-file patch reads and edits the RECORD as one text: no line list is made
+    of it (issue 36, G-apply: splitting a 15,000-line RECORD cost more than the rest of the
+    plan's work on it)."""
+    files = {f"demo/mod_{i}.py": b"x = 1\n" for i in range(50)}
+    files.update(DEMO_FILES)
+    venv, patchsets, _ = install_demo(tmp_path, make_venv, files)
+    split = 0
+    real = Record._raw_list
+
+    def counting(self: Record) -> list[str]:
+        nonlocal split
+        split += 1
+        return real(self)
+
+    monkeypatch.setattr(Record, "_raw_list", counting)
+    code, _, err = run_cli(
+        capsys, "--python", venv.python, "--patchset-dir", str(patchsets), "apply", "demo-fix"
+    )
+    assert code == 0, err
+    assert split == 0
+
+
 def test_the_transactions_ownership_check_takes_the_paths_of_the_record_it_planned_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

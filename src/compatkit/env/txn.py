@@ -23,6 +23,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from compatkit import bounded
@@ -436,15 +437,15 @@ def _ownership(dist: Dist, entries: list[Entry], recorded: bool = False) -> Owne
     raw_record = _read(dist, dist.record_relpath)
     if not isinstance(raw_record, bytes):
         return f"{dist.name} {dist.version} has no readable RECORD"
-    owned = Record.paths_in(raw_record)
+    owned: AbstractSet[str] = Record.paths_in(raw_record)  # a view: looked up, not listed
     if recorded:
-        owned |= _recorded_rows(dist, entries)
+        owned = owned | _recorded_rows(dist, entries)
     # ... and as it was when the transaction began (a revert may have written the new RECORD
     # already; its saved bytes are hash-checked by compatkit.model.journal); before a commit
     # writes, those are the bytes on disk: read once
     saved = next((e.before for e in entries if e.path == dist.record_relpath), None)
     if saved is not None and saved != raw_record:
-        owned |= Record.paths_in(saved)
+        owned = owned | Record.paths_in(saved)
     # folders this transaction creates do not count as someone else's existing folders
     made = {
         "/".join(e.path.split("/")[:i])

@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 
 from compatkit.model.diff import shown
 
@@ -31,12 +32,12 @@ class Ownership:
 
     def __init__(
         self,
-        owned: Iterable[str],
+        owned: Iterable[str],  # a set (or a set view: Record.owned) is kept as it is
         dist_info: str,
         exists: Callable[[str], bool],
         name: str | None = None,  # for messages (default: from the .dist-info folder's name)
     ) -> None:
-        self.owned = set(owned)
+        self.owned = owned if isinstance(owned, AbstractSet) else set(owned)
         self.dist_info = dist_info
         self.name = name or dist_info.partition("-")[0]
         self._exists = exists  # whether a root-relative path exists (lstat: anything there)
@@ -44,7 +45,7 @@ class Ownership:
 
     def problem(self, path: str) -> str | None:
         """Why ``path`` is not this distribution's to touch (None: it is)."""
-        if path in self.owned or path.split("/", 1)[0] == self.dist_info:
+        if path.split("/", 1)[0] == self.dist_info or path in self.owned:
             return None
         folder, _, name = path.rpartition("/")
         if folder == "__pycache__" or folder.endswith("/__pycache__"):
