@@ -252,6 +252,10 @@ def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread:
             other.join()
     serial = pristine._hash_batch(jobs)
     assert pooled == serial
+    # sizes as a RECORD may give them, wrong ones included (a big file said to be small, a
+    # small one big, none given): they only order and batch the work; every hash is the same
+    wrong = [None if i % 3 == 0 else (40 << 20) - i * 37 for i in range(len(jobs))]
+    assert pristine.hash_files(jobs, expected=wrong) == serial
     assert pooled[names.index("f5.bin")] == streamed(root / "f5.bin")
     assert pooled[names.index("f97.bin")] == streamed(root / "f97.bin")
     assert pooled[-2] is None
@@ -273,3 +277,38 @@ def test_apply_refuses_an_edited_2gb_file_in_little_memory(demo: Demo) -> None:
     assert code == 1 and "demo/util.py does not match its RECORD hash" in err, err
     assert (demo.venv.site / "demo" / "greet.py").read_bytes() == greet  # nothing written
     assert util.stat().st_size == 2 << 30
+
+
+def test_pristine_takes_the_sizes_to_schedule_from_record(
+    small_venv: Venv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pristine --all`` orders and batches the files by the sizes RECORD gives, without a
+    stat of each before hashing starts (on a real ML image, 49,000 stats before the first
+    big file is started); a row without a size is stat'ed; a file whose size changed is
+    found all the same."""
+    from compatkit.env.target import DiskFiles
+    from compatkit.ops import pristine
+
+    folder = small_venv.site / "big" / "many"
+    folder.mkdir()
+    rows = []
+    for i in range(200):  # workers: more than SERIAL_BELOW files
+        data = f"x = {i}\n".encode() * (i + 1)
+        (folder / f"m{i}.py").write_bytes(data)
+        row = row_for(f"big/many/m{i}.py", data).raw
+        rows.append(row.rpartition(",")[0] + "," if i == 5 else row)  # m5: no size given
+    add_to_record(small_venv.site, "big", rows)
+    sized: list[str] = []
+    size = DiskFiles.size
+
+    def spy(self: DiskFiles, relpath: str) -> int:
+        sized.append(relpath)
+        return size(self, relpath)
+
+    monkeypatch.setattr(DiskFiles, "size", spy)
+    env = Environment.for_python(str(small_venv.python))
+    assert pristine.check(env).reports == []
+    assert sized == ["big/many/m5.py"]
+    (folder / "m9.py").write_bytes(b"grown\n" * 100_000)  # RECORD's size is now wrong
+    (report,) = pristine.check(env).reports
+    assert report.foreign == ["big/many/m9.py"]

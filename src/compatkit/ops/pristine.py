@@ -171,7 +171,11 @@ BATCH_FILES = 256
 SERIAL_BELOW = 64
 
 
-def hash_files(jobs: list[tuple[DiskFiles, str]], reporter: Reporter = NONE) -> list[str | None]:
+def hash_files(
+    jobs: list[tuple[DiskFiles, str]],
+    reporter: Reporter = NONE,
+    expected: list[int | None] | None = None,
+) -> list[str | None]:
     """The RECORD-form hash of each (files, path) job, in order (None: missing;
     ``NOT_READ`` and why: a FIFO, a device), each file streamed. Many files are hashed in
     worker processes, one per CPU this process may use (:func:`workers`), largest files
@@ -179,8 +183,18 @@ def hash_files(jobs: list[tuple[DiskFiles, str]], reporter: Reporter = NONE) -> 
     each file costs a few system calls and some bytecode under the GIL, and with tens of
     thousands of small files, threads spend their time waiting for it (docs/benchmarks.md,
     P3-all). ``reporter`` is told the files and bytes hashed of the total: piece by piece
-    in this process, batch by batch from the workers."""
-    sizes = [files.size(path) for files, path in jobs]
+    in this process, batch by batch from the workers.
+
+    ``expected``: each file's size as its RECORD gives it (None: not given, then the file is
+    stat'ed). Sizes only order and batch the work and total the progress, so sizes from
+    RECORD spare this process a stat of every file before any hashing starts; a file whose
+    size differs is hashed all the same, and its hash tells."""
+    if expected is None:
+        expected = [None] * len(jobs)
+    sizes = [
+        files.size(path) if size is None else size
+        for (files, path), size in zip(jobs, expected, strict=True)
+    ]
     n = min(workers(), len(jobs))
     if n <= 1 or len(jobs) < SERIAL_BELOW:
         with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
@@ -244,9 +258,12 @@ def _hash_batch(jobs: list[tuple[DiskFiles, str]], task: Task | None = None) -> 
     return out
 
 
-def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[tuple[Dist, str]]]:
-    """Every hashed RECORD row below its root, by (root, path): who lists it, with what hash.
-    A row pointing outside the environment goes into its distribution's report instead."""
+def _rows(
+    dists: list[Dist], reports: dict[int, DistReport], sizes: dict[_Key, int | None]
+) -> dict[_Key, list[tuple[Dist, str]]]:
+    """Every hashed RECORD row below its root, by (root, path): who lists it, with what hash
+    (and into ``sizes``, the size the first owner's row gives). A row pointing outside the
+    environment goes into its distribution's report instead."""
     listed: dict[_Key, list[tuple[Dist, str]]] = {}
     for dist in dists:
         root = str(dist.root)
@@ -255,15 +272,22 @@ def _rows(dists: list[Dist], reports: dict[int, DistReport]) -> dict[_Key, list[
             if place is not None:
                 reports[id(dist)].outside.append(f"{quoted(row.path)}: {place}")
             elif row.hash and not row.path.startswith("/") and ".." not in row.path.split("/"):
-                listed.setdefault((dist.root, row.path), []).append((dist, row.hash))
+                key = (dist.root, row.path)
+                listed.setdefault(key, []).append((dist, row.hash))
+                sizes.setdefault(key, row.size)
     return listed
 
 
 def _on_disk(
-    keys: list[_Key], by_root: dict[Path, Dist], reporter: Reporter = NONE
+    keys: list[_Key],
+    by_root: dict[Path, Dist],
+    sizes: dict[_Key, int | None],
+    reporter: Reporter = NONE,
 ) -> dict[_Key, str | None]:
-    """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`."""
-    found = hash_files([(by_root[root].files, path) for root, path in keys], reporter)
+    """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`,
+    scheduled by the sizes RECORD gives."""
+    jobs = [(by_root[root].files, path) for root, path in keys]
+    found = hash_files(jobs, reporter, [sizes[key] for key in keys])
     return dict(zip(keys, found, strict=True))
 
 
@@ -340,8 +364,9 @@ def _reports(
     other installed distributions' RECORDs, when a file differs, to name who overwrote it."""
     by_root = {d.root: d for d in dists}
     reports = {id(d): DistReport(d.name, d.version) for d in dists}
-    listed = _rows(dists, reports)
-    disk = _on_disk(sorted(listed), by_root, reporter)
+    sizes: dict[_Key, int | None] = {}
+    listed = _rows(dists, reports, sizes)
+    disk = _on_disk(sorted(listed), by_root, sizes, reporter)
     patched = {(d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files}
     for d in dists:  # compatkit rewrites RECORD for what it patched: count those as patched
         for state in states_of(d):
