@@ -43,7 +43,7 @@ from compatkit.value import Value
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 _Key = tuple[Path, str]  # (the root a RECORD is under, the path it lists)
 NOT_READ = "!"  # hash_files' mark of a file not read: never the start of a RECORD hash
@@ -171,56 +171,115 @@ BATCH_FILES = 256
 SERIAL_BELOW = 64
 
 
+class Hashing:
+    """Files to hash, handed over as they are found (:meth:`add`), answered together
+    (:meth:`results`): the RECORD-form hash of each (None: missing; ``NOT_READ`` and why: a
+    FIFO, a device), each file streamed.
+
+    Many files are hashed in worker processes, one per CPU this process may use
+    (:func:`workers`), largest files first (one big file started last would finish alone).
+    Processes rather than threads: each file costs a few system calls and some bytecode under
+    the GIL, and with tens of thousands of small files, threads spend their time waiting for
+    it (docs/benchmarks.md, P3-all). The workers start once :data:`SERIAL_BELOW` files are
+    known; from then on a file of :data:`BATCH_BYTES` or more (a batch alone) is hashed as
+    soon as it is added, while the caller still reads RECORDs: the largest files, which decide
+    when the work ends, do not wait for the last RECORD. The others go in batches, largest
+    first, when the results are asked for.
+
+    Sizes (from RECORD; a stat where a row gives none) only order and batch the work and
+    total the progress: a file whose size differs is hashed all the same, and its hash tells.
+    The ``with`` block stops the workers however it ends (Ctrl-C: no further batch starts).
+    ``reporter`` is told the files and bytes hashed of the total: piece by piece in this
+    process, batch by batch from the workers."""
+
+    def __init__(self, reporter: Reporter = NONE) -> None:
+        self.reporter = reporter
+        self.jobs: list[tuple[DiskFiles, str]] = []
+        self.sizes: list[int] = []
+        self._workers = workers()
+        self._pool: ProcessPoolExecutor | None = None
+        self._sent: list[tuple[list[int], Future[list[str | None]]]] = []
+        self._early: set[int] = set()  # sent before results() was asked for
+
+    def __enter__(self) -> Hashing:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=kind is None, cancel_futures=kind is not None)
+
+    def add(self, files: DiskFiles, path: str, size: int | None = None) -> int:
+        """One more file, of ``size`` bytes as its RECORD gives it (None: stat it); its index
+        in :meth:`results`."""
+        i = len(self.jobs)
+        self.jobs.append((files, path))
+        self.sizes.append(files.size(path) if size is None else size)
+        if self._pool is not None:
+            if self.sizes[i] >= BATCH_BYTES:
+                self._send([i])
+        elif self._workers > 1 and i + 1 >= SERIAL_BELOW:
+            self._pool = _pool(self._workers)  # forked before a progress bar's thread starts
+            for j in sorted(range(i + 1), key=self._larger):
+                if self.sizes[j] >= BATCH_BYTES:
+                    self._send([j])
+        return i
+
+    def _larger(self, i: int) -> int:
+        return -self.sizes[i]
+
+    def _send(self, batch: list[int]) -> None:
+        assert self._pool is not None
+        future = self._pool.submit(_hash_batch, [self.jobs[i] for i in batch])
+        self._sent.append((batch, future))
+        self._early.update(batch)
+
+    def results(self) -> list[str | None]:
+        """Each file's hash, in the order added."""
+        total, nbytes = len(self.jobs), sum(self.sizes)
+        if self._pool is None:
+            with self.reporter.task("hashing", total=total, nbytes=nbytes) as task:
+                return _hash_batch(self.jobs, task)
+        rest = sorted((i for i in range(total) if i not in self._early), key=self._larger)
+        for batch in _batches(rest, self.sizes):
+            self._send(batch)
+        from concurrent.futures import as_completed
+
+        out: list[str | None] = [None] * total
+        batches = {id(future): batch for batch, future in self._sent}
+        with self.reporter.task("hashing", total=total, nbytes=nbytes) as task:
+            for future in as_completed([future for _, future in self._sent]):
+                batch = batches[id(future)]
+                for i, found in zip(batch, future.result(), strict=True):
+                    out[i] = found
+                task.advance(len(batch), sum(self.sizes[i] for i in batch))
+        return out
+
+
+def _batches(order: list[int], sizes: list[int]) -> list[list[int]]:
+    """``order`` (largest first) cut into batches of :data:`BATCH_BYTES` or
+    :data:`BATCH_FILES` at most (a bigger file: a batch alone)."""
+    batches: list[list[int]] = []
+    held = 0
+    for i in order:
+        if not batches or held + sizes[i] > BATCH_BYTES or len(batches[-1]) >= BATCH_FILES:
+            batches.append([])
+            held = 0
+        batches[-1].append(i)
+        held += sizes[i]
+    return batches
+
+
 def hash_files(
     jobs: list[tuple[DiskFiles, str]],
     reporter: Reporter = NONE,
     expected: list[int | None] | None = None,
 ) -> list[str | None]:
-    """The RECORD-form hash of each (files, path) job, in order (None: missing;
-    ``NOT_READ`` and why: a FIFO, a device), each file streamed. Many files are hashed in
-    worker processes, one per CPU this process may use (:func:`workers`), largest files
-    first (one big file started last would finish alone). Processes rather than threads:
-    each file costs a few system calls and some bytecode under the GIL, and with tens of
-    thousands of small files, threads spend their time waiting for it (docs/benchmarks.md,
-    P3-all). ``reporter`` is told the files and bytes hashed of the total: piece by piece
-    in this process, batch by batch from the workers.
-
-    ``expected``: each file's size as its RECORD gives it (None: not given, then the file is
-    stat'ed). Sizes only order and batch the work and total the progress, so sizes from
-    RECORD spare this process a stat of every file before any hashing starts; a file whose
-    size differs is hashed all the same, and its hash tells."""
-    if expected is None:
-        expected = [None] * len(jobs)
-    sizes = [
-        files.size(path) if size is None else size
-        for (files, path), size in zip(jobs, expected, strict=True)
-    ]
-    n = min(workers(), len(jobs))
-    if n <= 1 or len(jobs) < SERIAL_BELOW:
-        with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
-            return _hash_batch(jobs, task)
-    order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
-    batches: list[list[int]] = [[]]
-    held = 0
-    for i in order:
-        if batches[-1] and (held + sizes[i] > BATCH_BYTES or len(batches[-1]) >= BATCH_FILES):
-            batches.append([])
-            held = 0
-        batches[-1].append(i)
-        held += sizes[i]
-    results: list[str | None] = [None] * len(jobs)
-    with _pool(n) as pool:
-        try:  # the workers start (fork) before a progress bar's thread does
-            done = pool.map(_hash_batch, [[jobs[i] for i in batch] for batch in batches])
-            with reporter.task("hashing", total=len(jobs), nbytes=sum(sizes)) as task:
-                for batch, hashes in zip(batches, done, strict=True):
-                    for i, found in zip(batch, hashes, strict=True):
-                        results[i] = found
-                    task.advance(len(batch), sum(sizes[i] for i in batch))
-        except BaseException:  # Ctrl-C, a worker's bug: start no further batch
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-    return results
+    """The hash of each (files, path) job, in order (:class:`Hashing`); ``expected``: each
+    file's size as its RECORD gives it (None, or no list: stat it)."""
+    with Hashing(reporter) as hashing:
+        for (files, path), size in zip(jobs, expected or [None] * len(jobs), strict=True):
+            hashing.add(files, path, size)
+        return hashing.results()
 
 
 def _pool(n: int) -> ProcessPoolExecutor:
@@ -259,36 +318,34 @@ def _hash_batch(jobs: list[tuple[DiskFiles, str]], task: Task | None = None) -> 
 
 
 def _rows(
-    dists: list[Dist], reports: dict[int, DistReport], sizes: dict[_Key, int | None]
-) -> dict[_Key, list[tuple[Dist, str]]]:
-    """Every hashed RECORD row below its root, by (root, path): who lists it, with what hash
-    (and into ``sizes``, the size the first owner's row gives). A row pointing outside the
-    environment goes into its distribution's report instead."""
+    dists: list[Dist], reports: dict[int, DistReport], hashing: Hashing
+) -> tuple[dict[_Key, list[tuple[Dist, str]]], dict[_Key, int]]:
+    """Every hashed RECORD row below its root, by (root, path): who lists it, with what hash;
+    and each file's index in ``hashing``, which is handed each one once, with the size its
+    first owner's row gives, as each RECORD is read. A row pointing outside the environment
+    goes into its distribution's report instead."""
     listed: dict[_Key, list[tuple[Dist, str]]] = {}
+    index: dict[_Key, int] = {}
+    readers: dict[Path, DiskFiles] = {}  # one per root: each batch pickles it once
     for dist in dists:
-        root = str(dist.root)
+        root, files = str(dist.root), readers.setdefault(dist.root, dist.files)
         for row in dist.read_record().rows:
-            place = outside_environment(root, row.path)
-            if place is not None:
-                reports[id(dist)].outside.append(f"{quoted(row.path)}: {place}")
-            elif row.hash and not row.path.startswith("/") and ".." not in row.path.split("/"):
-                key = (dist.root, row.path)
-                listed.setdefault(key, []).append((dist, row.hash))
-                sizes.setdefault(key, row.size)
-    return listed
-
-
-def _on_disk(
-    keys: list[_Key],
-    by_root: dict[Path, Dist],
-    sizes: dict[_Key, int | None],
-    reporter: Reporter = NONE,
-) -> dict[_Key, str | None]:
-    """Each file's RECORD-form hash (None: missing; ``NOT_READ`` and why): :func:`hash_files`,
-    scheduled by the sizes RECORD gives."""
-    jobs = [(by_root[root].files, path) for root, path in keys]
-    found = hash_files(jobs, reporter, [sizes[key] for key in keys])
-    return dict(zip(keys, found, strict=True))
+            path = row.path
+            if path.startswith("/") or ".." in path:  # most rows: neither, and no split
+                place = outside_environment(root, path)
+                if place is not None:
+                    reports[id(dist)].outside.append(f"{quoted(path)}: {place}")
+                    continue
+                if path.startswith("/") or ".." in path.split("/"):
+                    continue  # inside, but not below the root (a script in bin/)
+            if row.hash:
+                key = (dist.root, path)
+                owners = listed.get(key)
+                if owners is None:
+                    listed[key] = owners = []
+                    index[key] = hashing.add(files, path, row.size)
+                owners.append((dist, row.hash))
+    return listed, index
 
 
 class PristineResult(Value):
@@ -362,11 +419,11 @@ def _reports(
 ) -> list[DistReport]:
     """A report for each of ``dists`` that is off, in name order. ``attribute``: read the
     other installed distributions' RECORDs, when a file differs, to name who overwrote it."""
-    by_root = {d.root: d for d in dists}
     reports = {id(d): DistReport(d.name, d.version) for d in dists}
-    sizes: dict[_Key, int | None] = {}
-    listed = _rows(dists, reports, sizes)
-    disk = _on_disk(sorted(listed), by_root, sizes, reporter)
+    with Hashing(reporter) as hashing:
+        listed, index = _rows(dists, reports, hashing)
+        hashes = hashing.results()
+    disk = {key: hashes[i] for key, i in index.items()}
     patched = {(d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files}
     for d in dists:  # compatkit rewrites RECORD for what it patched: count those as patched
         for state in states_of(d):
