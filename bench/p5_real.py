@@ -190,6 +190,9 @@ def _socket_patch(work: Path, package: str, old: str, srcs: tuple[Path, Path]) -
     peer = Peer(f"socket-patch {_installed('socket-patch')}", "apply, rollback", site, package)
     flags = ["--cwd", str(project), "--offline", "--no-telemetry", "--silent"]
     peer.apply, peer.revert = [str(exe), "apply", *flags], [str(exe), "rollback", *flags]
+    # socket-patch looks in the activated venv before the project's .venv: under nox that is
+    # bench's own venv, where it finds no such release and fails without a word
+    peer.env["VIRTUAL_ENV"] = str(work / "sp-target")
     return peer
 
 
