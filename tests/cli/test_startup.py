@@ -96,7 +96,12 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "UV_"))}
 
 
-def test_read_only_commands_stay_off_heavy_imports(demo: Demo, tmp_path: Path) -> None:
+def test_read_only_commands_stay_off_heavy_imports(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a cache of its own: the user's is shared with every test process running beside this
+    # one (xdist workers, nox's other Pythons), which fill or read it while this test runs
+    monkeypatch.setenv("COMPATKIT_CACHE_DIR", str(tmp_path / "ck-cache"))
     assert demo.run("apply", "demo-fix")[0] == 0
     ps = str(demo.patchsets)
     toml_dir = Path(cache.cache_dir() or "") / "toml"
