@@ -423,26 +423,31 @@ def _reports(
     with Hashing(reporter) as hashing:
         listed, index = _rows(dists, reports, hashing)
         hashes = hashing.results()
-    disk = {key: hashes[i] for key, i in index.items()}
-    patched = {(d.root, f.path): s.patchset for d in dists for s in states_of(d) for f in s.files}
+    off: dict[_Key, tuple[list[tuple[Dist, str]], str | None]] = {}
+    for key, owners in listed.items():  # most files match the one row that lists them
+        got = hashes[index[key]]
+        if len(owners) > 1 or owners[0][1] != got:
+            off[key] = (owners, got)
+    patched: dict[_Key, str] = {}
     for d in dists:  # compatkit rewrites RECORD for what it patched: count those as patched
         for state in states_of(d):
             reports[id(d)].patched.setdefault(state.patchset, []).extend(
                 f.path for f in state.files
             )
+            patched.update(((d.root, f.path), state.patchset) for f in state.files)
     differ = {  # files on disk that some owner's row does not match: who wrote them?
         key
-        for key, owners in listed.items()
-        if (got := disk[key]) is not None
+        for key, (owners, got) in off.items()
+        if got is not None
         and not got.startswith(NOT_READ)
         and key not in patched
         and any(want != got for _, want in owners)
     }
     others = _other_owners(env, dists, differ) if attribute and differ else {}
-    for key, owners in listed.items():
+    for key, (owners, got) in off.items():
         for dist, want in owners:
             everyone = owners + others.get(key, [])
-            _attribute(reports[id(dist)], key, want, disk[key], everyone, patched)
+            _attribute(reports[id(dist)], key, want, got, everyone, patched)
     found = [r for r in reports.values() if r]
     return sorted(found, key=lambda r: r.name.lower())
 
