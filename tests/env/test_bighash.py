@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from compatkit import bounded
-from compatkit.env.target import Environment
+from compatkit.env.target import DiskFiles, Environment
 from compatkit.model.records import Record, hash_bytes, row_for
 from compatkit.ops.pristine import check
 from compatkit.runtime import statfacts
@@ -214,6 +214,19 @@ def test_stat_facts_read_no_more_than_the_bytes_expected(tmp_path: Path) -> None
     assert (result, peak < 150 * MIB) == ("None", True), (result, peak)
 
 
+def hash_all(
+    jobs: list[tuple[DiskFiles, str]], sizes: list[int | None] | None = None
+) -> list[str | None]:
+    """Each job's hash through :class:`compatkit.ops.pristine.Hashing` (sizes: as RECORD
+    gives them; None: stat'ed)."""
+    from compatkit.ops import pristine
+
+    with pristine.Hashing() as hashing:
+        for (files, path), size in zip(jobs, sizes or [None] * len(jobs), strict=True):
+            hashing.add(files, path, size)
+        return hashing.results()
+
+
 @pytest.mark.parametrize("other_thread", [False, True], ids=["forked", "spawned"])
 def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread: bool) -> None:
     """Many files go to worker processes in batches, largest first; each answer comes back
@@ -222,7 +235,6 @@ def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread:
     started afresh rather than forked (fork with threads can deadlock; 3.12 warns)."""
     import threading
 
-    from compatkit.env.target import DiskFiles
     from compatkit.ops import pristine
 
     root = tmp_path / "site"
@@ -245,17 +257,18 @@ def test_worker_processes_hash_as_one_process_does(tmp_path: Path, other_thread:
     if other_thread:
         other.start()
     try:
-        pooled = pristine.hash_files(jobs)
+        pooled = hash_all(jobs)
     finally:
         stop.set()
         if other_thread:
             other.join()
     serial = pristine._hash_batch(jobs)
+
     assert pooled == serial
     # sizes as a RECORD may give them, wrong ones included (a big file said to be small, a
     # small one big, none given): they only order and batch the work; every hash is the same
     wrong = [None if i % 3 == 0 else (40 << 20) - i * 37 for i in range(len(jobs))]
-    assert pristine.hash_files(jobs, expected=wrong) == serial
+    assert hash_all(jobs, wrong) == serial
     assert pooled[names.index("f5.bin")] == streamed(root / "f5.bin")
     assert pooled[names.index("f97.bin")] == streamed(root / "f97.bin")
     assert pooled[-2] is None
@@ -286,7 +299,6 @@ def test_pristine_takes_the_sizes_to_schedule_from_record(
     stat of each before hashing starts (on a real ML image, 49,000 stats before the first
     big file is started); a row without a size is stat'ed; a file whose size changed is
     found all the same."""
-    from compatkit.env.target import DiskFiles
     from compatkit.ops import pristine
 
     folder = small_venv.site / "big" / "many"

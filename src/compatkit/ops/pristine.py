@@ -2,7 +2,7 @@
 
 Each file a RECORD lists is hashed once, however many RECORDs list it, streamed
 (:func:`compatkit.bounded.sha256`: memory does not grow with a file's size) by as many worker
-processes as this process may run on CPUs (:func:`hash_files`), largest files first. A file
+processes as this process may run on CPUs (:class:`Hashing`), largest files first. A file
 whose bytes differ from its RECORD row is
 attributed: when another installed distribution's RECORD lists the same path and the bytes on
 disk are that one's, the file was **overwritten** by it (two wheels shipping one path: the
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
 _Key = tuple[Path, str]  # (the root a RECORD is under, the path it lists)
-NOT_READ = "!"  # hash_files' mark of a file not read: never the start of a RECORD hash
+NOT_READ = "!"  # Hashing's mark of a file not read: never the start of a RECORD hash
 SHOWN = 10  # paths a report shows per distribution without --verbose
 
 
@@ -199,7 +199,7 @@ class Hashing:
         self._workers = workers()
         self._pool: ProcessPoolExecutor | None = None
         self._sent: list[tuple[list[int], Future[list[str | None]]]] = []
-        self._early: set[int] = set()  # sent before results() was asked for
+        self._given: set[int] = set()  # the files already handed to a worker
 
     def __enter__(self) -> Hashing:
         return self
@@ -231,7 +231,7 @@ class Hashing:
         assert self._pool is not None
         future = self._pool.submit(_hash_batch, [self.jobs[i] for i in batch])
         self._sent.append((batch, future))
-        self._early.update(batch)
+        self._given.update(batch)
 
     def results(self) -> list[str | None]:
         """Each file's hash, in the order added."""
@@ -239,7 +239,7 @@ class Hashing:
         if self._pool is None:
             with self.reporter.task("hashing", total=total, nbytes=nbytes) as task:
                 return _hash_batch(self.jobs, task)
-        rest = sorted((i for i in range(total) if i not in self._early), key=self._larger)
+        rest = sorted((i for i in range(total) if i not in self._given), key=self._larger)
         for batch in _batches(rest, self.sizes):
             self._send(batch)
         from concurrent.futures import as_completed
@@ -267,19 +267,6 @@ def _batches(order: list[int], sizes: list[int]) -> list[list[int]]:
         batches[-1].append(i)
         held += sizes[i]
     return batches
-
-
-def hash_files(
-    jobs: list[tuple[DiskFiles, str]],
-    reporter: Reporter = NONE,
-    expected: list[int | None] | None = None,
-) -> list[str | None]:
-    """The hash of each (files, path) job, in order (:class:`Hashing`); ``expected``: each
-    file's size as its RECORD gives it (None, or no list: stat it)."""
-    with Hashing(reporter) as hashing:
-        for (files, path), size in zip(jobs, expected or [None] * len(jobs), strict=True):
-            hashing.add(files, path, size)
-        return hashing.results()
 
 
 def _pool(n: int) -> ProcessPoolExecutor:
@@ -389,7 +376,7 @@ def check(
 ) -> PristineResult:
     """The distributions ``names`` (None: every one) against their RECORDs, under a shared
     lock on each of their site-packages roots. A name not installed is an error (exit 1).
-    ``reporter``: the files and bytes hashed of the total (:func:`hash_files`)."""
+    ``reporter``: the files and bytes hashed of the total (:class:`Hashing`)."""
     every = names is None
     dists = installed(env) if names is None else _named(env, names)
     with ExitStack() as stack:
