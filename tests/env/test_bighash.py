@@ -296,9 +296,9 @@ def test_pristine_takes_the_sizes_to_schedule_from_record(
     small_venv: Venv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``pristine --all`` orders and batches the files by the sizes RECORD gives, without a
-    stat of each before hashing starts (on a real ML image, 49,000 stats before the first
-    big file is started); a row without a size is stat'ed; a file whose size changed is
-    found all the same."""
+    stat of each before hashing starts (a serial system call per file, before the first big
+    file is started; docs/benchmarks.md, P3-all); a row without a size is stat'ed; a file
+    whose size changed is found all the same."""
     from compatkit.ops import pristine
 
     folder = small_venv.site / "big" / "many"
@@ -330,9 +330,9 @@ def test_pristine_starts_the_largest_files_while_records_are_still_read(
     tmp_path: Path, make_venv: Callable[..., Venv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once enough files are known for worker processes, a big file is hashed as soon as its
-    RECORD row is read, not after the last RECORD (on a real ML image 198 RECORDs take 200 ms,
-    and its largest file half a second alone): its batch goes out before the next
-    distribution's RECORD is read, and every answer is the same."""
+    RECORD row is read, not after the last RECORD (on a real ML image the largest file alone
+    decides when the work ends; docs/benchmarks.md, P3-all): its batch goes out before the
+    next distribution's RECORD is read, and every answer is the same."""
     from compatkit.env.target import Dist
     from compatkit.ops import pristine
 
