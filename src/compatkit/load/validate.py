@@ -324,7 +324,14 @@ def _deep(checked: Checked) -> None:
     if not checked.series and not any("series" in p for p in checked.problems):
         checked.problems.append("the series is empty")
     ids = {p.id for p in checked.patches}
-    for p in checked.patches:
+    for i, p in enumerate(checked.patches):
         for need in p.smoke_needs:
             if need == p.id or need not in ids:
                 checked.problems.append(f"{p.id}: Smoke-Needs names {need!r}, not another patch")
+        earlier = {q.id for q in checked.patches[:i]}
+        for need in p.needs:
+            if need not in earlier:
+                what = "a later patch" if need in ids and need != p.id else "not another patch"
+                checked.problems.append(
+                    f"{p.id}: Needs names {need!r}, {what} (a need comes earlier in the series)"
+                )

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     Facts = tuple[str, str, bool, str]
 
 REQUIRED_FIELDS = ("patch-id", "title", "symptom", "cause", "fix", "smoke-test")
-OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update", "smoke-needs")
+OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update", "smoke-needs", "needs")
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]?(.*)$")
 _DIFF_START = ("diff --git ", "--- ", "Index: ")
 _MAIL_FROM = re.compile(r"^From [0-9a-f]{7,64} ")
@@ -67,6 +67,12 @@ class Patch(Value):
         """``Smoke-Needs: patch-2, patch-3``: the patches its smoke test needs applied to reach
         the code this patch fixes (without them it fails for their reason, not this one's)."""
         return [i for i in self.fields.get("smoke-needs", "").replace(",", " ").split() if i]
+
+    @property
+    def needs(self) -> list[str]:
+        """``Needs: patch-17``: the earlier patches of the series its code builds on (it uses a
+        name they add): applying it without them applies cleanly and breaks the package."""
+        return [i for i in self.fields.get("needs", "").replace(",", " ").split() if i]
 
     def missing_fields(self) -> list[str]:
         return [f for f in REQUIRED_FIELDS if not self.fields.get(f, "").strip()]
@@ -196,6 +202,22 @@ class Patchset(Value):
 
     def patch(self, patch_id: str) -> Patch | None:
         return next((p for p in self.patches if p.id == patch_id), None)
+
+    def needing(self, ids: list[str]) -> list[str]:
+        """The patches that need one of ``ids`` (``Needs``), directly or through another one,
+        in series order: what must be left out with them.
+
+        >>> ps = Patchset("x", "1", "", "d", "", (), (Patch("p1", {}, Path("a"), ""),
+        ...     Patch("p2", {"needs": "p1"}, Path("b"), ""),
+        ...     Patch("p3", {"needs": "p2"}, Path("c"), "")), Path("."), "")
+        >>> ps.needing(["p1"]), ps.needing(["p3"])
+        (['p2', 'p3'], [])
+        """
+        out: list[str] = []
+        for patch in self.patches:  # the series order: a need comes before what needs it
+            if patch.id not in ids and any(n in ids or n in out for n in patch.needs):
+                out.append(patch.id)
+        return out
 
     @property
     def ids(self) -> list[str]:

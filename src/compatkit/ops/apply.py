@@ -160,6 +160,12 @@ def apply_patchset(
     if unknown:
         raise UsageError(f"{ps.name} has no patch {', '.join(unknown)} (ids: {', '.join(ps.ids)})")
     exclude = sorted(set(exclude))
+    needy = ps.needing(exclude)
+    if needy:
+        raise UsageError(
+            f"{ps.name}: {', '.join(needy)} cannot go without {', '.join(exclude)} "
+            f"(its Needs: field): exclude {', '.join(needy)} too"
+        )
     dist = fitting_dist(ps, env, force)
     with Session.open(dist) as s:
         state = s.state(ps.name)

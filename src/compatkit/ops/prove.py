@@ -8,6 +8,7 @@ The series-but-one runs run every smoke test, not only the left-out patch's, and
 check each patch's ``Smoke-Needs``: a test that fails without another patch (and passes with
 the whole series) must name it, or a report on a release where that patch is missing would
 blame the wrong patch; a named need whose absence the test passes is reported as unused.
+A patch whose ``Needs`` names the left-out one cannot go without it: it is left out too.
 """
 
 from __future__ import annotations
@@ -74,10 +75,15 @@ def prove_patchset(
     progress(f"[1/3] smoke tests on unpatched {dist.name} {dist.version}")
     _, unpatched = run_smoke(ps, env, patches, show_output=False)
     without: dict[str, dict[str, SmokeResult] | None] = {}
+    left_out: dict[str, list[str]] = {}  # each run's patches left out: the one, what needs it
     for i, patch in enumerate(patches, 1):
-        progress(f"[2/3] ({i}/{len(patches)}) whole series except {patch.id}")
+        left_out[patch.id] = [patch.id, *ps.needing([patch.id])]
+        also = left_out[patch.id][1:]
+        verb = "needs" if len(also) == 1 else "need"
+        shown = f" (and {', '.join(also)}, which {verb} it)" if also else ""
+        progress(f"[2/3] ({i}/{len(patches)}) whole series except {patch.id}{shown}")
         try:
-            apply_patchset(registry, env, ps.name, [patch.id])
+            apply_patchset(registry, env, ps.name, left_out[patch.id])
         except CompatkitError as exc:
             progress(f"      cannot apply without {patch.id}: {exc.message}")
             without[patch.id] = None
@@ -94,7 +100,11 @@ def prove_patchset(
         revert_patchset(registry, env, ps.name)
     proofs = []
     for p in patches:
-        others = {y: runs[p.id] for y, runs in without.items() if runs is not None and y != p.id}
+        others = {
+            y: runs[p.id]
+            for y, runs in without.items()
+            if runs is not None and p.id not in left_out[y]  # only runs with p applied
+        }
         failed = [y for y, r in others.items() if r.verdict is SmokeState.FAIL]
         # a test that fails with the whole series too fails for its own reason, not a need's
         passes = patched[p.id].verdict is SmokeState.PASS
