@@ -22,7 +22,7 @@ else:  # pragma: no cover
 
 MODES = ("apply", "force", "upstream")
 STATES = tuple(str(s) for s in MATRIX_STATES)
-SMOKES = (str(SmokeState.PASS), str(SmokeState.FAIL), "any")
+SMOKES = (str(SmokeState.PASS), str(SmokeState.FAIL), str(SmokeState.NOT_RUN), "any")
 
 
 class Cell(Value):

@@ -97,6 +97,7 @@ class SmokeState(_State):
 
     PASS = "pass"
     FAIL = "fail"
+    NOT_RUN = "not run"  # the release's dependencies cannot be installed: files only
 
 
 class Action(_State):

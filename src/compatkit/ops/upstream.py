@@ -12,6 +12,12 @@ with files that are still there, and **still needed** when it fails and the diff
 apply. A removed patch's reason is its smoke test's own first error (the exception line), never
 "blocked: needs patch-N": the blocker is that the code is gone.
 
+When the release cannot be installed with its dependencies (the resolver finds no solution:
+vLLM 0.34.0 pins a flashinfer-python the index does not serve), the smoke tests cannot run:
+the release alone is installed without its dependencies and each patch is classified from its
+files only (:func:`classify_files`: applies, already present, conflict, files gone), with the
+resolver's first reason for the smoke tests that did not run.
+
 The release to check may be named without a version (``DIST`` or ``DIST==latest``): it is then
 the newest release on the index (:func:`against_newest`), which the weekly CI job checks every
 bundled patchset against.
@@ -19,6 +25,7 @@ bundled patchset against.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -46,7 +53,7 @@ class Verdict(Value):
     "applies, offset N", "its change is already present", "conflict"); ``error`` is the smoke
     test's own first failure (the exception line), if it failed."""
 
-    __slots__ = ("id", "state", "smoke", "textual", "reason", "error")
+    __slots__ = ("id", "state", "smoke", "textual", "reason", "error", "files")
 
     def __init__(
         self,
@@ -56,9 +63,14 @@ class Verdict(Value):
         textual: str,
         reason: str = "",
         error: str = "",
+        files: str = "",
     ) -> None:
         self.id, self.state, self.smoke, self.textual = id, state, smoke, textual
         self.reason, self.error = reason, error
+        self.files = files  # the file verdict: applies, already present, conflict, files gone
+
+
+FILES_GONE = "files gone"
 
 
 def classify(ps: Patchset, env: Environment) -> list[Verdict]:
@@ -81,7 +93,30 @@ def classify(ps: Patchset, env: Environment) -> list[Verdict]:
         else:
             state = UpstreamState.STILL_NEEDED
         error = "" if result.verdict is SmokeState.PASS else result.error
-        verdicts.append(Verdict(patch.id, state, result.verdict, detail, reason, error))
+        files = FILES_GONE if gone else str(text.textual)
+        verdicts.append(Verdict(patch.id, state, result.verdict, detail, reason, error, files))
+    return verdicts
+
+
+def classify_files(ps: Patchset, dist: Dist, why: str) -> list[Verdict]:
+    """Classify every patch of ``ps`` from ``dist``'s files alone, its smoke test not run
+    (``why``): files gone (removed upstream), already present (upstream), conflict (needs
+    port), applies (still needed)."""
+    texts = {s.id: s for s in textual_status(ps, dist)}
+    by_text = {
+        DiffState.PRESENT: UpstreamState.UPSTREAM,
+        DiffState.CONFLICT: UpstreamState.NEEDS_PORT,
+        DiffState.APPLIES: UpstreamState.STILL_NEEDED,
+    }
+    verdicts = []
+    for patch in ps.patches:
+        text, gone = texts[patch.id], removed_files(patch, dist)
+        textual = text.textual or DiffState.CONFLICT
+        state, files, detail = by_text[textual], str(textual), text.detail
+        if gone:
+            state, files = UpstreamState.REMOVED_UPSTREAM, FILES_GONE
+            detail = f"{', '.join(gone)} no longer in {dist.name} {dist.version}"
+        verdicts.append(Verdict(patch.id, state, SmokeState.NOT_RUN, detail, why, "", files))
     return verdicts
 
 
@@ -140,12 +175,33 @@ def install_error(stderr: str) -> str:
     return (stderr.strip().splitlines() or ["install failed"])[-1].strip()
 
 
+def first_reason(reason: str) -> str:
+    """The resolver's first sentence: what it concluded first, the rest follows from it.
+
+    >>> first_reason("Because b was not found and a==1 depends on b, we can conclude that "
+    ...     "a==1 cannot be used. And because you require a==1, we can conclude that it is "
+    ...     "unsatisfiable.")
+    'Because b was not found and a==1 depends on b, we can conclude that a==1 cannot be used.'
+    """
+    found = re.match(r"Because .*?we can conclude that .*?\.(?=\s|$)", reason)
+    return found.group(0) if found else reason
+
+
+class InstallError(CompatkitError):
+    """The throw-away environment cannot be installed; ``reason``: the installer's, one line."""
+
+    def __init__(self, packages: list[str], reason: str) -> None:
+        super().__init__(f"cannot install {' '.join(packages)}: {reason}")
+        self.reason = reason
+
+
 def throwaway_env(
-    packages: list[str], folder: Path, wheels: WheelSource | None = None
+    packages: list[str], folder: Path, wheels: WheelSource | None = None, deps: bool = True
 ) -> Environment:
     """A new venv in ``folder`` with ``packages`` installed (from ``wheels``' folders first;
-    not from the index when it is off: ``--offline``). ``wheels``' reporter is told its two
-    steps, the venv and the install (each one command: no total of its own)."""
+    not from the index when it is off: ``--offline``), without their dependencies when not
+    ``deps``. ``wheels``' reporter is told its two steps, the venv and the install (each one
+    command: no total of its own). Raises :class:`InstallError`."""
     uv = shutil.which("uv")
     python = folder / "bin" / "python"
     links = [a for d in (wheels.wheel_dirs if wheels else ()) for a in ("--find-links", str(d))]
@@ -160,13 +216,13 @@ def throwaway_env(
             subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
             cmd = [str(python), "-m", "pip", "install", "-q", *links]
             cmd += ["--no-index"] if offline else []
-        cmd += packages
+        cmd += [*([] if deps else ["--no-deps"]), *packages]
         task.advance()
         task.describe(f"installing {' '.join(packages)}")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         task.advance()
     if proc.returncode != 0:
-        raise CompatkitError(f"cannot install {' '.join(packages)}: {install_error(proc.stderr)}")
+        raise InstallError(packages, install_error(proc.stderr))
     return Environment.for_python(str(python))
 
 
@@ -187,14 +243,21 @@ def check_release(
 
 class UpstreamResult(Value):
     """``compatkit upstream``'s result: the release checked, the patchset's requirements it
-    does not meet (checked, never installed), each patch's verdict."""
+    does not meet (checked, never installed), each patch's verdict; ``smoke_not_run``: why the
+    smoke tests could not run ("" when they ran), the verdicts then from the files only."""
 
-    __slots__ = ("patchset", "dist", "unmet", "verdicts")
+    __slots__ = ("patchset", "dist", "unmet", "verdicts", "smoke_not_run")
 
     def __init__(
-        self, patchset: str, dist: Dist, unmet: list[str], verdicts: list[Verdict]
+        self,
+        patchset: str,
+        dist: Dist,
+        unmet: list[str],
+        verdicts: list[Verdict],
+        smoke_not_run: str = "",
     ) -> None:
         self.patchset, self.dist, self.unmet, self.verdicts = patchset, dist, unmet, verdicts
+        self.smoke_not_run = smoke_not_run
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -202,6 +265,7 @@ class UpstreamResult(Value):
             "patchset": self.patchset,
             "target": f"{self.dist.name}=={self.dist.version}",
             "unmet_requirements": self.unmet,
+            "smoke_tests": {"ran": not self.smoke_not_run, "reason": self.smoke_not_run},
             "patches": [v.as_dict() for v in self.verdicts],
         }
 
@@ -227,11 +291,25 @@ def upstream(
 ) -> UpstreamResult:
     """Classify ``ps`` against the release ``req``: in ``env`` (``--python``), else in a
     throw-away venv with the release, its own dependencies, ``extra`` (``--with``) and pytest;
-    the patchset's requirements are checked against it afterwards, never installed beside it."""
+    the patchset's requirements are checked against it afterwards, never installed beside it.
+    When that venv cannot be installed (and no ``--with`` asked for more), the release alone
+    (no dependencies) is classified from its files (:func:`classify_files`)."""
     with tempfile.TemporaryDirectory(prefix="compatkit-upstream-") as tmp:
-        if env is None:
-            packages = [str(req), *extra, "pytest"]
-            progress(f"building a throw-away environment: {' '.join(packages)}")
+        if env is not None:
+            return UpstreamResult(ps.name, *check_release(ps, env, req))
+        packages = [str(req), *extra, "pytest"]
+        progress(f"building a throw-away environment: {' '.join(packages)}")
+        try:
             env = throwaway_env(packages, Path(tmp) / "venv", wheels)
-        dist, unmet, verdicts = check_release(ps, env, req)
-    return UpstreamResult(ps.name, dist, unmet, verdicts)
+        except InstallError as exc:
+            if extra:  # the user's --with may be what conflicts: theirs to change
+                raise
+            why = f"cannot install {' '.join(packages)}: {first_reason(exc.reason)}"
+            progress(f"{why}; installing {req} alone, without its dependencies, to read its files")
+            try:
+                bare = throwaway_env([str(req)], Path(tmp) / "bare", wheels, deps=False)
+            except InstallError:
+                raise exc from None  # the release itself is not there: the first error says why
+            dist = bare.require(ps.distribution)
+            return UpstreamResult(ps.name, dist, [], classify_files(ps, dist, why), why)
+        return UpstreamResult(ps.name, *check_release(ps, env, req))

@@ -35,6 +35,9 @@ def run(args: Namespace, ctx: Context) -> int:
     dist, verdicts = result.dist, result.verdicts
     for line in result.unmet:
         out.line(f"{ps.name}'s requirement unmet here (checked, not installed): {line}")
+    if result.smoke_not_run:
+        files = f"verdicts from {dist.name} {dist.version}'s files only"
+        out.line(f"smoke tests not run: {result.smoke_not_run} ({files})")
     out.table(
         f"{ps.name} against unpatched {dist.name} {dist.version}",
         ["patch", "verdict", "smoke (unpatched)", "diff"],

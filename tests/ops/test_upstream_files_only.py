@@ -1,0 +1,68 @@
+"""upstream on a release whose dependencies cannot be installed: the release alone (no
+dependencies) is classified from its files, and the smoke tests that could not run say why
+(issue 45: vLLM 0.34.0 pins a flashinfer-python the index does not serve)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import DEMO_FILES, PATCH_GREET, PATCH_UTIL, Demo, build_wheel, run_cli, write_patchset
+
+# ckdemo 3.0: demo/greet.py as 1.0 has it, demo/util.py gone; its dependency is nowhere
+DEMO_3 = {k: v for k, v in DEMO_FILES.items() if k != "demo/util.py"}
+MISSING = "cklib-nowhere==9.9"
+
+
+@pytest.fixture
+def unresolvable(tmp_path: Path, demo: Demo) -> tuple[str, ...]:
+    folder = tmp_path / "links"
+    folder.mkdir()
+    build_wheel(folder, "ckdemo", "3.0", DEMO_3, (MISSING,))
+    patches = {"0001.patch": PATCH_GREET, "0002.patch": PATCH_UTIL}
+    write_patchset(demo.patchsets, "ck-fix", patches, "==1.0", distribution="ckdemo")
+    return (
+        "--patchset-dir", str(demo.patchsets), "upstream", "ck-fix", "--target", "ckdemo==3.0",
+        "--offline", "--wheel-dir", str(folder),
+    )  # fmt: skip
+
+
+def test_an_unresolvable_release_is_classified_from_its_files(
+    demo: Demo, unresolvable: tuple[str, ...]
+) -> None:
+    code, out, err = run_cli(demo.capsys, "--json", *unresolvable)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"] == "ckdemo==3.0"
+    smoke = doc["smoke_tests"]
+    assert smoke["ran"] is False
+    assert smoke["reason"].startswith("cannot install ckdemo==3.0 pytest: Because cklib-nowhere")
+    assert "\n" not in smoke["reason"] and smoke["reason"].endswith("cannot be used."), smoke
+    got = {p["id"]: p for p in doc["patches"]}
+    assert (got["patch-1"]["files"], got["patch-1"]["state"]) == ("applies", "still needed")
+    assert (got["patch-2"]["files"], got["patch-2"]["state"]) == ("files gone", "removed upstream")
+    assert {p["smoke"] for p in doc["patches"]} == {"not run"}
+    assert all(p["reason"] == smoke["reason"] for p in doc["patches"])
+
+
+def test_the_terminal_says_on_one_line_that_smoke_tests_did_not_run(
+    demo: Demo, unresolvable: tuple[str, ...]
+) -> None:
+    code, out, err = run_cli(demo.capsys, *unresolvable)
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("smoke tests not run: ")]
+    assert len(lines) == 1, out
+    assert "cannot install ckdemo==3.0 pytest: Because cklib-nowhere" in lines[0]
+    assert "verdicts from ckdemo 3.0's files only" in lines[0]
+    assert "1/2 patches are removed upstream in ckdemo 3.0: patch-2 can retire" in out
+
+
+def test_a_release_that_is_not_there_is_still_an_error(
+    demo: Demo, unresolvable: tuple[str, ...]
+) -> None:
+    args = [a if a != "ckdemo==3.0" else "ckdemo==4.0" for a in unresolvable]
+    code, _out, err = run_cli(demo.capsys, *args)
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("compatkit: error: cannot install ckdemo==4.0 pytest: "), err
