@@ -195,6 +195,8 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
         "compatkit/patchsets/transformers-config-fallback/smoke/conftest",
         "compatkit/patchsets/transformers-config-fallback/smoke/test_patch_15",
         "compatkit/patchsets/gguf-q2-0/smoke/test_patch_16",
+        "compatkit/patchsets/transformers-tokenizers/smoke/test_patch_18",
+        "compatkit/patchsets/transformers519-tokenizers/smoke/test_patch_17",
     ):
         assert any(n.startswith(smoke) for n in names), smoke
     venv = tmp_path / "v"
@@ -213,6 +215,8 @@ def test_wheel_ships_the_patchsets(tmp_path: Path) -> None:
         "speculators-vllm017",
         "speculators040-vllm016",
         "transformers-config-fallback",
+        "transformers-tokenizers",
         "transformers457-config-fallback",
+        "transformers519-tokenizers",
         "vllm033-hidden-states",
     ]

@@ -51,7 +51,7 @@ def test_every_domain_keeps_the_texts_users_and_json_see() -> None:
         DiffState: ["applies", "already present", "conflict"],
         UpstreamState: ["upstream", "still needed", "needs port", "removed upstream"],
         PortState: ["clean", "offset", "merged", "upstream", "conflict"],
-        SmokeState: ["pass", "fail"],
+        SmokeState: ["pass", "fail", "not run"],
         Action: ["applied", "dry-run", "reverted", "none"],
     }
     for domain, values in texts.items():

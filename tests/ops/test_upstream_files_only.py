@@ -66,3 +66,38 @@ def test_a_release_that_is_not_there_is_still_an_error(
     code, _out, err = run_cli(demo.capsys, *args)
     assert code == 1 and err.count("\n") == 1, err
     assert err.startswith("compatkit: error: cannot install ckdemo==4.0 pytest: "), err
+
+
+def test_a_matrix_cell_installed_without_dependencies(demo: Demo, tmp_path: Path) -> None:
+    """``matrix run --smoke-not-run REASON`` (the noxfile passes the resolver's reason when a
+    cell's packages cannot be installed with their dependencies): upstream cells classify from
+    the files, apply cells apply, verify and revert; no smoke test runs (there is no pytest in
+    this venv: running one would fail), and each entry carries the reason."""
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(
+        '[[cell]]\nid = "up"\nmode = "upstream"\npackages = ["demo==1.0"]\n'
+        'patchsets = ["demo-fix"]\n[cell.expect.demo-fix]\ndefault = "still needed/not run"\n'
+        '[[cell]]\nid = "on"\npackages = ["demo==1.0"]\npatchsets = ["demo-fix"]\n'
+        '[cell.expect.demo-fix]\ndefault = "applied/not run"\n'
+    )
+    uv = (
+        "  x No solution found when resolving dependencies:\n  -> Because nothing-here was not "
+        "found, we can conclude that\n     demo==1.0 cannot be used. And because you require "
+        "demo==1.0, we can conclude that your requirements are unsatisfiable.\n"
+    )
+    first = "Because nothing-here was not found, we can conclude that demo==1.0 cannot be used."
+    why = f"cannot install the cell's packages: {first}"
+    before = demo.venv.snapshot()
+    results = tmp_path / "results"
+    for cell in ("up", "on"):
+        args = ("matrix", "run", cell, "--matrix", str(matrix), "-o", str(results))
+        code, out, err = demo.run(*args, "--smoke-not-run", uv)
+        assert code == 0, (out, err)
+        assert f"cell {cell}: smoke tests not run: {why} (files only)" in out
+        doc = json.loads((results / f"{cell}.json").read_text())
+        assert doc["smoke_tests"] == {"ran": False, "reason": why}
+        entries = doc["patchsets"]["demo-fix"]
+        assert [(e["smoke"], e["reason"]) for e in entries] == [("not run", why)] * 2
+    assert demo.venv.snapshot() == before
+    code, _, err = demo.run("matrix", "jobs", "--smoke-not-run", why)
+    assert code == 2 and "--smoke-not-run is not an option of matrix jobs" in err

@@ -279,6 +279,16 @@ COMMANDS: dict[str, Command] = {
                 "help": "the matrix file",
             },
             {
+                "flags": ("--smoke-not-run",),
+                "kind": "value",
+                "metavar": "REASON",
+                "help": (
+                    "run: the cell's packages are installed without their dependencies; REASON "
+                    "is the installer's output (its first reason is kept). Classify from the "
+                    "files, run no smoke test"
+                ),
+            },
+            {
                 "flags": ("-o", "--output"),
                 "kind": "value",
                 "type": "path",

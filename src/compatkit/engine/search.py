@@ -34,6 +34,7 @@ _REF = re.compile(r"(?<![\w.-])([\w.-]*\w\.py)(?:\"?, line |:)?(\d+)?((?:(?:, ?|
 _PATH = re.compile(r"(?<![\w.~+-])(?:[\w.~+-]*/)+[\w.+-]+")
 _EXC = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failed))\b")
 _TOKEN = re.compile(r"[a-z_][a-z0-9_]*")
+_MARKER = re.compile("[\u0120\u010a]")  # byte-level BPE's space and newline: what decode shows
 _CHAIN = ("During handling of the above exception", "The above exception was the direct cause")
 _ENGLISH = """
 the and for are but not with from this that these those into onto than then there here
@@ -108,6 +109,9 @@ def tokens(text: str, forms: dict[str, str] | None = None) -> dict[str, float]:
                 stem = _stem(token)
                 out[stem] = max(out.get(stem, 0.0), weight)
                 forms.setdefault(stem, token)
+    for marker in _MARKER.findall(text):  # a word of its own: "weĠneed", "['Ċ', 'hello']"
+        out[marker] = 1.0
+        forms.setdefault(marker, marker)
     return out
 
 

@@ -5,6 +5,11 @@ install, then per mode: ``apply`` (refused: not applicable) or ``force`` applies
 verifies, runs the smoke tests and reverts; ``upstream`` classifies each patch on the
 unpatched release (:mod:`compatkit.ops.upstream`). Every entry carries its ``status`` (a
 :class:`~compatkit.model.results.MatrixState`) beside the text shown in the report.
+
+A cell whose packages cannot be installed with their dependencies is run on the packages
+alone (``smoke_not_run``: the resolver's reason, from ``matrix run --smoke-not-run``): its
+patches are classified from the files, applied, verified and reverted, and their smoke tests
+are "not run" with that reason.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from compatkit.ops import verify
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
 from compatkit.ops.smoke import run_smoke, select
-from compatkit.ops.upstream import classify
+from compatkit.ops.upstream import classify, classify_files
 
 Entry = dict[str, str]  # id, status, state (as shown), detail, smoke, reason
 
@@ -65,11 +70,18 @@ def _entry(
 
 
 def _smoke_entries(
-    ps: Patchset, env: Environment, states: Mapping[str, tuple[MatrixState, str, str]]
+    ps: Patchset,
+    env: Environment,
+    states: Mapping[str, tuple[MatrixState, str, str]],
+    not_run: str = "",
 ) -> list[Entry]:
-    """``states``: patch id -> (status, text shown for it, detail); in series order."""
-    _, smoke = run_smoke(ps, env, select(ps, []), show_output=False)
+    """``states``: patch id -> (status, text shown for it, detail); in series order. With
+    ``not_run`` (why they cannot run) no smoke test runs."""
     ordered = sorted(states.items(), key=lambda item: ps.ids.index(item[0]))
+    if not_run:
+        none = SmokeState.NOT_RUN
+        return [_entry(pid, st, sh, detail, none, not_run) for pid, (st, sh, detail) in ordered]
+    _, smoke = run_smoke(ps, env, select(ps, []), show_output=False)
     return [
         _entry(pid, status, shown, detail, smoke[pid].verdict, smoke[pid].reason)
         for pid, (status, shown, detail) in ordered
@@ -90,7 +102,7 @@ def _applied_states(env: Environment, ps: Patchset) -> dict[str, tuple[MatrixSta
 
 
 def _apply_what_applies(
-    registry: Registry, env: Environment, ps: Patchset, force: bool
+    registry: Registry, env: Environment, ps: Patchset, force: bool, not_run: str
 ) -> list[Entry]:
     """Apply the patchset (or the part of it that applies); smoke; revert."""
     texts = {s.id: s for s in textual_status(ps, env.require(ps.distribution))}
@@ -105,23 +117,28 @@ def _apply_what_applies(
     except CompatkitError as exc:
         rest = [p.id for p in ps.patches if p.id not in skip]
         states.update({pid: (UpstreamState.NEEDS_PORT, "", exc.message) for pid in rest})
-        return _smoke_entries(ps, env, states)
+        return _smoke_entries(ps, env, states, not_run)
     try:
         problems = [] if skip else verify.problems(registry, env, ps.name)
         if problems:
             raise CompatkitError(f"verify failed: {len(problems)} problem(s)", problems)
         states.update(_applied_states(env, ps))
-        return _smoke_entries(ps, env, states)
+        return _smoke_entries(ps, env, states, not_run)
     finally:
         revert_patchset(registry, env, ps.name)
 
 
-def run_patchset(registry: Registry, env: Environment, ps: Patchset, mode: str) -> list[Entry]:
+def run_patchset(
+    registry: Registry, env: Environment, ps: Patchset, mode: str, not_run: str = ""
+) -> list[Entry]:
+    """One patchset the cell's way; ``not_run``: why no smoke test can run here ("": they can)."""
     dist = env.find(ps.distribution)
     if dist is not None and load_state(dist, ps.name) is not None:
         revert_patchset(registry, env, ps.name)  # start from a pristine install
     if mode == "upstream":
-        return [_entry(v.id, v.state, "", v.textual, v.smoke, v.reason) for v in classify(ps, env)]
+        found = classify_files(ps, env.require(ps.distribution), not_run) if not_run else None
+        verdicts = found if found is not None else classify(ps, env)
+        return [_entry(v.id, v.state, "", v.textual, v.smoke, v.reason) for v in verdicts]
     problems = requirement_problems(ps, env, dist)
     if dist is None:
         why = "target not installed"
@@ -129,8 +146,8 @@ def run_patchset(registry: Registry, env: Environment, ps: Patchset, mode: str) 
         return [_entry(p.id, na, "", problems[0], SmokeState.FAIL, why) for p in ps.patches]
     if problems and mode == "apply":
         states = {p.id: (PatchState.NOT_APPLICABLE, "", problems[0]) for p in ps.patches}
-        return _smoke_entries(ps, env, states)
-    return _apply_what_applies(registry, env, ps, mode == "force")
+        return _smoke_entries(ps, env, states, not_run)
+    return _apply_what_applies(registry, env, ps, mode == "force", not_run)
 
 
 def mismatches(cell: Cell, results: dict[str, list[Entry]]) -> list[str]:
@@ -160,11 +177,13 @@ def run_cell(
     out_dir: Path,
     progress: Callable[[str], None] = lambda line: None,
     reporter: Reporter = NONE,
+    smoke_not_run: str = "",
 ) -> dict[str, Any]:
     """Run one cell of ``matrix`` and write its result to ``out_dir/<cell>.json``; return that
     document (``patchsets``: each patchset's entries, ``mismatches``: what differs from the
     cell's expectations). ``progress`` gets one line per patchset as it starts; ``reporter``
-    the patchsets done of the cell's."""
+    the patchsets done of the cell's; ``smoke_not_run``: why the cell's packages are installed
+    without their dependencies (no smoke test runs)."""
     cell = find_cell(load_matrix(matrix), cell_id)
     started = time.monotonic()
     results: dict[str, list[Entry]] = {}
@@ -180,7 +199,7 @@ def run_cell(
             )
             progress(f"cell {cell.id}: {name} ({cell.mode}): {doing} ...")
             task.describe(f"cell {cell.id}: {name} ({cell.mode})")
-            results[name] = run_patchset(registry, env, ps, cell.mode)
+            results[name] = run_patchset(registry, env, ps, cell.mode, smoke_not_run)
             if fingerprint(env, ps) != before:
                 pristine.append(f"{name}: {ps.distribution} is not pristine after the run")
             task.advance()
@@ -196,6 +215,7 @@ def run_cell(
         "packages": list(cell.packages),
         "installed": installed,
         "note": cell.note,
+        "smoke_tests": {"ran": not smoke_not_run, "reason": smoke_not_run},
         "patchsets": results,
         "mismatches": bad,
         "ok": not bad,

@@ -29,10 +29,11 @@ RESULTS = Path("build/matrix")  # where run writes a cell's result and report re
 
 
 def run(args: Namespace, ctx: Context) -> int:
+    not_run = ("--smoke-not-run", args.smoke_not_run)
     wrong = {
         "run": [("--results", args.results)],
-        "report": [],
-        "jobs": [("-o", args.output), ("--results", args.results)],
+        "report": [not_run],
+        "jobs": [("-o", args.output), ("--results", args.results), not_run],
     }[args.action]
     for option, value in wrong:
         if value is not None:
@@ -58,8 +59,17 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
     output_dir(folder, "-o")
     out = ctx.out
     where = (args.matrix, args.cell, folder, out.line, ctx.progress)
-    doc = run_cell(ctx.registry, ctx.env, *where)
+    why = ""
+    if args.smoke_not_run:  # the installer's output: its first reason, on one line
+        from compatkit.ops.upstream import first_reason, install_error
+
+        why = (
+            f"cannot install the cell's packages: {first_reason(install_error(args.smoke_not_run))}"
+        )
+    doc = run_cell(ctx.registry, ctx.env, *where, smoke_not_run=why)
     cell, mode = doc["cell"], doc["mode"]
+    if why:
+        out.line(f"cell {cell}: smoke tests not run: {why} (files only)")
     for name, entries in doc["patchsets"].items():
         out.table(
             f"cell {cell}: {name} ({mode})",
