@@ -354,7 +354,8 @@ def runtime(session: nox.Session) -> None:
 def pristine_real(session: nox.Session) -> None:
     """pristine --all on today's stack as uv resolves it (cuda-python 12.6.2.post1's
     files over cuda-bindings 13.5.0's: named, exit 1) and with vllm033-hidden-states' pins (the
-    pair gone): tests/ops/test_pristine_all.py. The pinned venv is the proof's and the matrix's."""
+    pair gone): tests/ops/test_pristine_all.py; on the pinned one, the transformers tokenizer
+    patchsets applied beside the others. The pinned venv is the proof's and the matrix's."""
     session.install("-e", ".[test]")
     unpinned = ["speculators==0.9.0", "vllm==0.33.0", "pytest"]
     env = {
@@ -366,6 +367,8 @@ def pristine_real(session: nox.Session) -> None:
         "-p",
         "no:cacheprovider",
         "tests/ops/test_pristine_all.py",
+        # the tokenizer patchsets beside the others on this stack, pristine after (issue 45)
+        "tests/system/test_tokenizers_real.py::test_beside_the_other_patchsets_on_todays_stack",
         *session.posargs,
         env=env,
     )

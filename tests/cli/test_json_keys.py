@@ -230,6 +230,7 @@ CELL = {
     "packages": ["demo==1.0"],
     "installed": {"demo": "1.0"},
     "note": "",
+    "smoke_tests": {"ran": True, "reason": ""},
     "patchsets": {"demo-fix": [{"id": "patch-1", "state": "applied", "smoke": "pass"}]},
     "mismatches": [],
     "ok": True,
@@ -312,7 +313,7 @@ def test_pytest_commands_json_keys(
         ("smoke", "demo-fix"): {"patchset", "applied", "pytest_exit", "patches"},
         ("prove", "demo-fix", "-o", str(tmp_path / "proof")): {"patchset", "patches"},
         ("upstream", "demo-fix", "--target", "demo==1.0"): {"patchset", "target", "patches"}
-        | {"unmet_requirements"},
+        | {"unmet_requirements", "smoke_tests"},
         ("matrix", "run", "c1", "--matrix", str(matrix), "-o", str(tmp_path / "cells")): CELL.keys()
         - {"ok"},
     }

@@ -101,3 +101,20 @@ def test_a_matrix_cell_installed_without_dependencies(demo: Demo, tmp_path: Path
     assert demo.venv.snapshot() == before
     code, _, err = demo.run("matrix", "jobs", "--smoke-not-run", why)
     assert code == 2 and "--smoke-not-run is not an option of matrix jobs" in err
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_vllm_0_34_from_its_files(capsys: pytest.CaptureFixture[str]) -> None:
+    """The real case: vLLM 0.34.0 pins flashinfer-python==0.7.3, which the index does not
+    serve. patch-14 (vllm#44485, unfixed in 0.34.0) still applies to its files."""
+    args = ("--json", "upstream", "vllm033-hidden-states", "--target", "vllm==0.34.0")
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["target"] == "vllm==0.34.0"
+    reason = doc["smoke_tests"]["reason"]
+    assert doc["smoke_tests"]["ran"] is False and "flashinfer-python==0.7.3" in reason, reason
+    (patch,) = doc["patches"]
+    assert (patch["id"], patch["state"], patch["smoke"]) == ("patch-14", "still needed", "not run")
+    assert patch["files"] == "applies" and patch["textual"].startswith("applies")

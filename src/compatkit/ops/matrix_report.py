@@ -20,7 +20,8 @@ LEGEND = (
     "every file the patch changes is gone from the release (the code was deleted: retire the "
     "patch; the reason is the smoke test's own first error); **not applicable**: "
     "the environment does not meet the patchset's target or requirements. The second word is "
-    "the patch's smoke test: pass or fail."
+    "the patch's smoke test: pass or fail, or not run where the release's dependencies cannot "
+    "be installed (the verdict then comes from its files; the resolver's reason is listed below)."
 )
 
 
@@ -85,12 +86,12 @@ def _markdown(cells: list[dict[str, Any]], columns: list[str], rows: list[list[s
         for c in cells
         for ps, es in c["patchsets"].items()
         for e in es
-        if e["smoke"] == "fail" and e.get("reason")
+        if e["smoke"] in ("fail", "not run") and e.get("reason")
     ]
     if reasons:
         lines += [
             "",
-            "## Why smoke tests failed",
+            "## Why smoke tests failed (or did not run)",
             "",
             "| cell | patchset | patch | first failure |",
             "|---|---|---|---|",
