@@ -197,6 +197,12 @@ def run_cell(
                 if cell.mode == "upstream"
                 else "applying, smoke tests, reverting"
             )
+            if smoke_not_run:
+                doing = (
+                    "from the files (no smoke tests)"
+                    if cell.mode == "upstream"
+                    else "applying, reverting"
+                )
             progress(f"cell {cell.id}: {name} ({cell.mode}): {doing} ...")
             task.describe(f"cell {cell.id}: {name} ({cell.mode})")
             results[name] = run_patchset(registry, env, ps, cell.mode, smoke_not_run)
