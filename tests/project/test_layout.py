@@ -359,6 +359,43 @@ def test_a_use_case_import_in_a_command_is_found(tmp_path: Path) -> None:
     assert use_cases_in(tmp_path) == ["verb.py:5 compatkit.atomic", "verb.py:6 compatkit.env.txn"]
 
 
+def env_imports_in(folder: Path) -> list[str]:
+    """Each import of ``compatkit.env`` by a module of ``folder``, wherever it stands (under
+    ``if TYPE_CHECKING:`` too: a command takes results, not the environment's types), as
+    "file:line name"."""
+    found: list[tuple[str, int, str]] = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            hits = [n for n in names if n == "compatkit.env" or n.startswith("compatkit.env.")]
+            found += [(path.name, node.lineno, n) for n in hits]
+    return [f"{name}:{line} {what}" for name, line, what in sorted(found)]
+
+
+def test_commands_import_nothing_from_the_environment_layer() -> None:
+    """Issue 47: explain's reading, ranking and choosing live in ops/explain.py, status renders
+    results; no command module imports compatkit.env, even for a type."""
+    found = env_imports_in(SRC / "compatkit" / "cli" / "commands")
+    assert not found, f"compatkit.env imports in cli/commands/: {found}"
+
+
+def test_an_environment_import_for_a_type_is_found(tmp_path: Path) -> None:
+    (tmp_path / "verb.py").write_text(
+        "TYPE_CHECKING = False\n"
+        "if TYPE_CHECKING:\n    from compatkit.env.target import Environment\n"
+        "import compatkit.env\nfrom compatkit.ops import status\n"
+    )
+    assert env_imports_in(tmp_path) == [
+        "verb.py:3 compatkit.env.target.Environment",
+        "verb.py:4 compatkit.env",
+    ]
+
+
 def test_every_command_module_exports_run() -> None:
     """One command protocol: the table names a module for every command, and it has run()."""
     import importlib
