@@ -3,7 +3,7 @@
 The first call of each function of ``src/compatkit`` is an event (a loop over files is one
 pass of the route, not many); consecutive events in one module are one *entry*. Calls into
 ``model/`` (the data itself: a RECORD row's or a patch's own methods) and into the top
-level's utilities (``errors``, ``value``, ``digest``, ``atomic``, ``bounded``: compatkit's
+level's utilities (``errors``, ``value``, ``atomic``, ``bounded``: compatkit's
 own standard library) are not steps of the route. A *climb* is an entry into a higher layer
 than the entry before it (pyproject.toml's layer contract; siblings are one height): ``ops``
 → ``env`` → ``ops`` climbs once. Inside one layer the entries are counted, not ranked.
@@ -57,7 +57,6 @@ def heights() -> dict[str, int]:
 UTILITIES = {
     "compatkit.errors",
     "compatkit.value",
-    "compatkit.digest",
     "compatkit.atomic",
     "compatkit.bounded",
 }

@@ -438,3 +438,44 @@ def test_a_dataclasses_import_is_found_anywhere(tmp_path: Path) -> None:
         "def f():\n    from . import dataclasses\n"
     )
     assert dataclass_imports(tmp_path) == ["a.py:2", "sub/b.py:3"]
+
+
+HOOK = ("runtime/hook.py",)  # runs in every start of a runtime-mode target (P7)
+
+
+def private_imports(folder: Path) -> list[str]:
+    """Each import of a private top-level module (``_sha2``, ``_operator``, ...) under
+    ``folder`` but in the runtime hook, wherever it stands, as "file:line name"."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        where = path.relative_to(folder).as_posix()
+        if where in HOOK:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            found += [f"{where}:{node.lineno} {n}" for n in names if n[:1] == "_" != n[1:2]]
+    return sorted(found)
+
+
+def test_no_private_module_outside_the_runtime_hook() -> None:
+    """Issue 47: hashlib, hmac, base64 and csv as they are (CONTRIBUTING.md lists what is
+    kept and why); only the runtime hook imports CPython's private modules."""
+    found = private_imports(SRC / "compatkit")
+    assert not found, f"private modules imported: {found}"
+
+
+def test_a_private_import_is_found(tmp_path: Path) -> None:
+    (tmp_path / "runtime").mkdir()
+    (tmp_path / "runtime" / "hook.py").write_text("import _imp\n")
+    (tmp_path / "digest.py").write_text(
+        "def f():\n    from _sha2 import sha256\n    import __future__, os, _operator\n"
+    )
+    assert private_imports(tmp_path) == [
+        "digest.py:2 _sha2",
+        "digest.py:3 _operator",
+    ]

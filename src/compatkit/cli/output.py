@@ -219,11 +219,10 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 def _plain_width() -> int:
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    return columns if columns > 0 else 100
+    """$COLUMNS, else the terminal's width, else 100 (a pipe: a CI log)."""
+    import shutil  # here: only a plain table needs it
+
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 _STYLES = {

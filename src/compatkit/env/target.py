@@ -103,19 +103,14 @@ class DiskFiles:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise CompatkitError(f"cannot read {quoted(relpath)}: {reason}") from None
 
-    def hash(
-        self, relpath: str, threads: bool = False, advance: Callable[[int], None] | None = None
-    ) -> str | None:
+    def hash(self, relpath: str, advance: Callable[[int], None] | None = None) -> str | None:
         """The RECORD form (``sha256=…``) of the hash of the file at ``relpath``, None if
         absent: streamed (:func:`compatkit.bounded.sha256`), so memory does not grow with its
         size, and with no size bound. A FIFO or a device raises
-        :class:`compatkit.bounded.Refused`, naming it. ``threads``: see
-        :func:`compatkit.model.records.hash_bytes`; ``advance``: told each piece's size
+        :class:`compatkit.bounded.Refused`, naming it. ``advance``: told each piece's size
         (:func:`compatkit.bounded.sha256_open`)."""
         try:
-            return record_hash(
-                bounded.sha256(self._full(relpath), threads=threads, advance=advance)
-            )
+            return record_hash(bounded.sha256(self._full(relpath), advance=advance))
         except (FileNotFoundError, NotADirectoryError):
             return None
         except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
@@ -206,10 +201,10 @@ class Dist(Value):
         """The bytes at ``relpath`` below the root, None if absent; never outside the root."""
         return self.files.read(relpath)
 
-    def hash(self, relpath: str, threads: bool = False) -> str | None:
+    def hash(self, relpath: str) -> str | None:
         """The RECORD-form hash of the file at ``relpath``, None if absent: streamed, with
         no size bound (:meth:`DiskFiles.hash`)."""
-        return self.files.hash(relpath, threads)
+        return self.files.hash(relpath)
 
 
 class Environment(Value):

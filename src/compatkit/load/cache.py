@@ -55,10 +55,10 @@ import marshal
 import os
 import stat
 import sys
+from hashlib import sha256
 from pathlib import Path
 
 from compatkit import bounded
-from compatkit.digest import sha256
 
 MAGIC = b"compatkit-cache 2\n"
 MAC_SIZE = 32
@@ -200,22 +200,18 @@ def _secret(base: int, where: str, create: bool) -> bytes | None:
 
 
 def _mac(secret: bytes, kind: str, name: str, blob: bytes) -> bytes:
-    try:
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - an interpreter without the built-in module
-        from hashlib import blake2b
+    from hashlib import blake2b
+
     mac = blake2b(f"{kind}/{name}\n".encode(), key=secret, digest_size=MAC_SIZE)
     mac.update(blob)
     return mac.digest()
 
 
 def _equal(a: bytes, b: bytes) -> bool:
-    """``a == b`` in constant time (hmac.compare_digest, without importing hashlib)."""
-    try:
-        from _operator import _compare_digest
-    except ImportError:  # pragma: no cover
-        from hmac import compare_digest as _compare_digest  # type: ignore[no-redef]
-    return bool(_compare_digest(a, b))
+    """``a == b`` in constant time."""
+    from hmac import compare_digest
+
+    return compare_digest(a, b)
 
 
 def read(path: str, kind: str, name: str) -> bytes | None:

@@ -12,11 +12,12 @@ b'pkg/m.py,sha256=Ngi8oeROpsTSaOttsCJgJpiSwLQrhrvx53pvoWw8koI,3\\npkg-1.dist-inf
 
 from __future__ import annotations
 
-import binascii
+import base64
+import csv
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
+from hashlib import sha256
 
-from compatkit.digest import sha256
 from compatkit.value import Value
 
 TYPE_CHECKING = False  # not typing's: the read-only commands do not import typing
@@ -26,27 +27,16 @@ if TYPE_CHECKING:
 
     _S = TypeVar("_S")
 
-# base64.urlsafe_b64encode is b2a_base64 with "+/" -> "-_"; binascii is built in, base64 and
-# csv are imported on demand (their imports are a fixed cost of every apply, benchmark P5)
-_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
-
-def hash_bytes(data: bytes, threads: bool = False) -> str:
-    """RECORD's ``sha256=`` form of ``data``'s hash.
-
-    Small inputs are hashed by the interpreter's built-in SHA-256 (compatkit.digest): status
-    and verify hash a few patched files, and importing hashlib (OpenSSL) would cost more than
-    the hashing (P1). ``threads``: the caller hashes many files (pristine's
-    workers), so always OpenSSL's, faster per byte, which releases the GIL.
-    """
-    return record_hash(sha256(data, small=False if threads else None).digest())
+def hash_bytes(data: bytes) -> str:
+    """RECORD's ``sha256=`` form of ``data``'s hash."""
+    return record_hash(sha256(data).digest())
 
 
 def record_hash(digest: bytes) -> str:
     """RECORD's ``sha256=`` form of a SHA-256 ``digest`` (a file's, hashed as it is streamed:
     :func:`compatkit.bounded.sha256`)."""
-    encoded = binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=")
-    return "sha256=" + encoded.decode("ascii")
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 class Row(Value):
@@ -60,15 +50,15 @@ class Row(Value):
 
     @classmethod
     def from_raw(cls, raw: str) -> Row:
-        if '"' not in raw:
-            fields = raw.split(",")  # what csv makes of a row without quotes
-        else:
-            import csv
+        try:
+            fields = next(csv.reader([raw]))
+        except (csv.Error, StopIteration):  # an unclosed quote; an empty line
+            fields = [raw]
+        return cls.from_fields(fields, raw)
 
-            try:
-                fields = next(csv.reader([raw]))
-            except (csv.Error, StopIteration):
-                fields = [raw]
+    @classmethod
+    def from_fields(cls, fields: list[str], raw: str) -> Row:
+        """The row whose text is ``raw``, given the fields csv read from it."""
         path = fields[0] if fields else ""
         digest = fields[1] if len(fields) > 1 else ""
         size_text = fields[2] if len(fields) > 2 else ""
@@ -84,10 +74,6 @@ def row_for(path: str, data: bytes | None) -> Row:
 def row_with(path: str, digest: tuple[str, int] | None) -> Row:
     """A RECORD row for ``path`` with ``digest`` (its RECORD hash and size, as a file hashed
     while streamed has them; None: no hash, as for RECORD itself)."""
-    if not any(c in path for c in ',"\r\n'):  # nothing to quote: what csv would write
-        row = f"{path},," if digest is None else f"{path},{digest[0]},{digest[1]}"
-        return Row.from_raw(row)
-    import csv
     import io
 
     buf = io.StringIO()
@@ -108,6 +94,14 @@ def _encoded(text: str) -> bytes | None:
 
 # the bytes and record of the last Record.parse (see Record.paths_in)
 _LAST: list[tuple[bytes, Record]] = []
+
+
+def _paths_of(raws: list[str]) -> list[str]:
+    """Each row's path, in order, as :meth:`Row.from_raw` reads it: csv in one pass over rows
+    with no quote character (each row is then one csv record), row by row otherwise."""
+    if any('"' in r for r in raws):
+        return [Row.from_raw(r).path for r in raws]
+    return [fields[0] if fields else "" for fields in csv.reader(raws)]
 
 
 def _lines(data: bytes) -> tuple[list[str], str, bool]:
@@ -184,7 +178,11 @@ class Record(Value):
     @property
     def rows(self) -> tuple[Row, ...]:
         if self._rows is None:
-            self._rows = tuple(Row.from_raw(r) for r in self._raw_list())
+            raws = self._raw_list()
+            if any('"' in r for r in raws):
+                self._rows = tuple(Row.from_raw(r) for r in raws)
+            else:  # each row one csv record: read in one pass
+                self._rows = tuple(map(Row.from_fields, csv.reader(raws), raws))
             self._raws, self._text = None, None
         return self._rows
 
@@ -201,11 +199,8 @@ class Record(Value):
     def _path_list(self) -> list[str]:
         """Each row's path, in order, without building the rows."""
         if self._paths is None:
-            if self._rows is None:  # Row.from_raw(r).path; split inline for a row without quotes
-                self._paths = [
-                    r.partition(",")[0] if '"' not in r else Row.from_raw(r).path
-                    for r in self._raw_list()
-                ]
+            if self._rows is None:
+                self._paths = _paths_of(self._raw_list())
             else:
                 self._paths = [r.path for r in self._rows]
         return self._paths
@@ -302,9 +297,7 @@ class Record(Value):
         """
         if _LAST and _LAST[0][0] == data:
             return _LAST[0][1].owned()
-        return {  # as _path_list: Row.from_raw(r).path, split inline without quotes
-            r.partition(",")[0] if '"' not in r else Row.from_raw(r).path for r in _lines(data)[0]
-        }
+        return set(_paths_of(_lines(data)[0]))
 
     def render(self) -> bytes:
         if self._rows is None and self._text is not None:  # the bytes it was parsed from

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -185,10 +185,7 @@ def run_cell(
                 pristine.append(f"{name}: {ps.distribution} is not pristine after the run")
             task.advance()
     bad = mismatches(cell, results) + pristine
-    installed = {
-        n: (d.version if (d := env.find(n)) else None)
-        for n in sorted({p.split("=")[0].split("<")[0].split(">")[0] for p in cell.packages})
-    }
+    installed = installed_versions(env, cell.packages)
     doc = {
         "cell": cell.id,
         "python": env.markers.get("python_full_version"),
@@ -204,6 +201,21 @@ def run_cell(
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(doc, indent=2) + "\n")
     return doc
+
+
+def installed_versions(env: Environment, packages: Sequence[str]) -> dict[str, str | None]:
+    """The installed version of each distribution a cell's ``packages`` name (PEP 508
+    requirements: ``pkg~=1.0``, ``pkg[extra]==1``, ``pkg; marker``), None if not installed,
+    by name in order. A package that is not a requirement raises :class:`CompatkitError`."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    names = set()
+    for text in packages:
+        try:
+            names.add(Requirement(text).name)
+        except InvalidRequirement as exc:
+            raise CompatkitError(f"matrix: package {text!r} is not a requirement: {exc}") from None
+    return {n: (d.version if (d := env.find(n)) else None) for n in sorted(names)}
 
 
 def jobs(matrix: Path) -> dict[str, list[dict[str, str]]]:
