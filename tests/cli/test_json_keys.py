@@ -288,8 +288,9 @@ def test_fleet_json_keys() -> None:
     doc = FleetResult("verify", "x", [node]).to_json()
     assert set(doc) == {"ok", "action", "address", "nodes", "dead_before", "rolled_back"}
     (entry,) = doc["nodes"]
-    assert set(entry) == {"node_id", "address", "ok", "failure", "end_state", "python"} | {
-        "patchsets"
+    assert set(entry) == {"node_id", "address", "ok", "failure", "end_state", "end_reason"} | {
+        "python",
+        "patchsets",
     }
     assert set(entry["patchsets"][0]) == {"name", "state", "action", "ok", "problems", "patches"}
 
