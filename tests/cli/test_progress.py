@@ -308,8 +308,9 @@ def test_a_matrix_cell_reports_each_patchset(demo: Demo, tmp_path: Path) -> None
     registry = Registry([demo.patchsets])
     env = Environment.for_python(demo.venv.python)
     counted = Counted()
-    doc = run_cell(registry, env, matrix, "demo", tmp_path / "results", reporter=counted)
-    assert doc["ok"], doc["mismatches"]
+    result = run_cell(registry, env, matrix, "demo", tmp_path / "results", reporter=counted)
+    assert result.ok, result.mismatches
+    assert result.to_json() == json.loads((tmp_path / "results" / "demo.json").read_text())
     [task] = counted.tasks
     assert task.what == ["cell demo", "cell demo: demo-fix (apply)"]
     assert (task.total, task.steps, task.closed) == (1, 1, True)

@@ -432,11 +432,15 @@ def disk_problems(dist: Dist, entries: list[Entry]) -> list[str]:
     return path_problems(dist, entries) or _state_problems(dist, entries)
 
 
-def _ownership(dist: Dist, entries: list[Entry], recorded: bool = False) -> Ownership | str:
-    """Who owns what; ``recorded``: also the rows the applied patchsets' states keep."""
-    raw_record = _read(dist, dist.record_relpath)
-    if not isinstance(raw_record, bytes):
-        return f"{dist.name} {dist.version} has no readable RECORD"
+def _ownership(dist: Dist, entries: list[Entry], recorded: bool = False) -> Ownership:
+    """Who owns what; ``recorded``: also the rows the applied patchsets' states keep.
+    CompatkitError if the RECORD cannot be read."""
+    try:
+        raw_record = dist.read(dist.record_relpath)
+    except CompatkitError:
+        raw_record = None
+    if raw_record is None:
+        raise CompatkitError(f"{dist.name} {dist.version} has no readable RECORD")
     owned: AbstractSet[str] = Record.paths_in(raw_record)  # a view: looked up, not listed
     if recorded:
         owned = owned | _recorded_rows(dist, entries)
@@ -465,9 +469,10 @@ def path_problems(dist: Dist, entries: list[Entry]) -> list[str]:
     not the distribution's (:mod:`compatkit.model.ownership`; a root start-up file, a declared
     ``.pth``, that the transaction creates is allowed). Checked before a transaction writes
     (:func:`compatkit.env.txn.commit`) and before a rollback does."""
-    own = _ownership(dist, entries)
-    if isinstance(own, str):
-        return [own]
+    try:
+        own = _ownership(dist, entries)
+    except CompatkitError as exc:
+        return [exc.message]
     problems: list[tuple[str | None, str]] = []  # (the path whose owner is in doubt, why)
     dirs_ok: set[str] = set()
     info = dist.dist_info.name
@@ -488,9 +493,7 @@ def path_problems(dist: Dist, entries: list[Entry]) -> list[str]:
                 problems.append((path, why))
     if any(path is not None for path, _ in problems):
         # only now read the states: a file apply deleted has no RECORD row until revert is done
-        own = _ownership(dist, entries, recorded=True)
-        if isinstance(own, str):
-            return [own]
+        own = _ownership(dist, entries, recorded=True)  # the RECORD was read just now
         problems = [(p, why) for p, why in problems if p is None or own.problem(p)]
     return [why for _, why in problems]
 
@@ -503,15 +506,13 @@ def _recorded_rows(dist: Dist, entries: list[Entry]) -> set[str]:
     from compatkit.env.state import STATE_DIR, State, states_of
 
     states: list[State] = []
-    with contextlib.suppress(CompatkitError, AttributeError):  # an unreadable state owns nothing
+    with contextlib.suppress(CompatkitError):  # an unreadable state owns nothing
         states += states_of(dist)
     folder = f"{dist.dist_info.name}/{STATE_DIR}/"
     for e in entries:
         name = e.path[len(folder) :] if e.path.startswith(folder) else "/"
         if e.before is not None and name.endswith(".json") and "/" not in name:
-            with contextlib.suppress(
-                ValueError, TypeError, KeyError, AttributeError, RecursionError
-            ):
+            with contextlib.suppress(CompatkitError):  # BadState: it owns nothing
                 states.append(State.from_json(e.before))
     rows = [f.record_row for state in states for f in state.files]
     rows += [p.record_row for state in states for p in state.pycs]
@@ -532,9 +533,10 @@ def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:
         mover = moved_in.get(entry.path)
         if mover is not None and not _exists(dist, mover):
             continue  # a rename put another file here after this entry cleared the name
-        now = _read(dist, entry.path)
-        if isinstance(now, str):
-            problems.append(now)
+        try:
+            now = dist.read(entry.path)
+        except CompatkitError as exc:  # unreadable
+            problems.append(exc.message)
             continue
         now_sha = None if now is None else journal.sha256(now)
         if now_sha not in (entry.before_sha, entry.after_sha):
@@ -547,11 +549,3 @@ def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:
 
 def _exists(dist: Dist, relpath: str) -> bool:
     return os.path.lexists(os.path.join(dist.root, relpath))
-
-
-def _read(dist: Dist, relpath: str) -> bytes | str | None:
-    """The bytes at ``relpath`` (None: absent), or a problem line (str) if unreadable."""
-    try:
-        return dist.read(relpath)
-    except CompatkitError as exc:
-        return exc.message

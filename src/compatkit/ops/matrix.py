@@ -37,6 +37,7 @@ from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
 from compatkit.ops.smoke import run_smoke, select
 from compatkit.ops.upstream import classify
+from compatkit.value import Value
 
 Entry = dict[str, str]  # id, status, state (as shown), detail, smoke, reason
 
@@ -152,6 +153,45 @@ def mismatches(cell: Cell, results: dict[str, list[Entry]]) -> list[str]:
     return found
 
 
+class CellRun(Value):
+    """One cell's run: the environment it ran in (``python``, ``installed``: each named
+    package's version), each patchset's entries, what differs from the cell's expectations
+    (``mismatches``) and how long it took."""
+
+    __slots__ = ("cell", "python", "installed", "patchsets", "mismatches", "seconds")
+
+    def __init__(
+        self,
+        cell: Cell,
+        python: str | None,
+        installed: dict[str, str | None],
+        patchsets: dict[str, list[Entry]],
+        mismatches: list[str],
+        seconds: float,
+    ) -> None:
+        self.cell, self.python, self.installed = cell, python, installed
+        self.patchsets, self.mismatches, self.seconds = patchsets, mismatches, seconds
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell's document, as written to ``<cell>.json`` (the report reads it back)."""
+        return {
+            "cell": self.cell.id,
+            "python": self.python,
+            "mode": self.cell.mode,
+            "packages": list(self.cell.packages),
+            "installed": self.installed,
+            "note": self.cell.note,
+            "patchsets": self.patchsets,
+            "mismatches": self.mismatches,
+            "ok": self.ok,
+            "seconds": self.seconds,
+        }
+
+
 def run_cell(
     registry: Registry,
     env: Environment,
@@ -160,10 +200,9 @@ def run_cell(
     out_dir: Path,
     progress: Callable[[str], None] = lambda line: None,
     reporter: Reporter = NONE,
-) -> dict[str, Any]:
-    """Run one cell of ``matrix`` and write its result to ``out_dir/<cell>.json``; return that
-    document (``patchsets``: each patchset's entries, ``mismatches``: what differs from the
-    cell's expectations). ``progress`` gets one line per patchset as it starts; ``reporter``
+) -> CellRun:
+    """Run one cell of ``matrix`` and write its result's document to ``out_dir/<cell>.json``;
+    return the result. ``progress`` gets one line per patchset as it starts; ``reporter``
     the patchsets done of the cell's."""
     cell = find_cell(load_matrix(matrix), cell_id)
     started = time.monotonic()
@@ -186,21 +225,12 @@ def run_cell(
             task.advance()
     bad = mismatches(cell, results) + pristine
     installed = installed_versions(env, cell.packages)
-    doc = {
-        "cell": cell.id,
-        "python": env.markers.get("python_full_version"),
-        "mode": cell.mode,
-        "packages": list(cell.packages),
-        "installed": installed,
-        "note": cell.note,
-        "patchsets": results,
-        "mismatches": bad,
-        "ok": not bad,
-        "seconds": round(time.monotonic() - started, 1),
-    }
+    python = env.markers.get("python_full_version")
+    seconds = round(time.monotonic() - started, 1)
+    result = CellRun(cell, python, installed, results, bad, seconds)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(doc, indent=2) + "\n")
-    return doc
+    atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(result.to_json(), indent=2) + "\n")
+    return result
 
 
 def installed_versions(env: Environment, packages: Sequence[str]) -> dict[str, str | None]:

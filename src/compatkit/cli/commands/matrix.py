@@ -58,9 +58,9 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
     output_dir(folder, "-o")
     out = ctx.out
     where = (args.matrix, args.cell, folder, out.line, ctx.progress)
-    doc = run_cell(ctx.registry, ctx.env, *where)
-    cell, mode = doc["cell"], doc["mode"]
-    for name, entries in doc["patchsets"].items():
+    result = run_cell(ctx.registry, ctx.env, *where)
+    cell, mode = result.cell.id, result.cell.mode
+    for name, entries in result.patchsets.items():
         out.table(
             f"cell {cell}: {name} ({mode})",
             ["patch", "state", "smoke", "detail"],
@@ -69,10 +69,11 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
                 for e in entries
             ],
         )
-    if doc["mismatches"]:
-        return out.fail(doc, f"cell {cell} differs from matrix.toml", doc["mismatches"])
-    out.result(doc)
-    out.line(f"cell {cell}: every patch as expected ({doc['seconds']} s)", style="green")
+    if not result.ok:
+        message = f"cell {cell} differs from matrix.toml"
+        return out.fail(result.to_json(), message, result.mismatches)
+    out.result(result.to_json())
+    out.line(f"cell {cell}: every patch as expected ({result.seconds} s)", style="green")
     return 0
 
 
