@@ -479,3 +479,36 @@ def test_a_private_import_is_found(tmp_path: Path) -> None:
         "digest.py:2 _sha2",
         "digest.py:3 _operator",
     ]
+
+
+QUIET = ("model", "engine", "env", "load")  # below the operations: results, never output
+
+
+def prints_in(folder: Path) -> list[str]:
+    """Each ``print()`` call and each use of ``sys.stdout``/``sys.stderr`` under ``folder``
+    (code in a string, run by another interpreter, is not looked at), as "file:line"."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            called = isinstance(node, ast.Call) and ast.unparse(node.func) == "print"
+            stream = isinstance(node, ast.Attribute) and ast.unparse(node) in (
+                "sys.stdout",
+                "sys.stderr",
+            )
+            if called or stream:
+                found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_nothing_below_the_operations_prints() -> None:
+    """Issue 47: warnings travel in results or through what the command line hands down
+    (Environment.tell, find_config's warn, cache.tell); only cli/ writes to the terminal."""
+    found = [f"{layer}/{hit}" for layer in QUIET for hit in prints_in(SRC / "compatkit" / layer)]
+    assert not found, f"output below cli/: {found}"
+
+
+def test_a_print_is_found(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "import sys\nCODE = 'print(1)'\ndef f():\n    print('x')\n    sys.stderr.write('y')\n"
+    )
+    assert prints_in(tmp_path) == ["m.py:4", "m.py:5"]

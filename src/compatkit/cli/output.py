@@ -116,6 +116,16 @@ class Output:
             print(json.dumps(doc, indent=2, default=str))
 
 
+def notice(line: str) -> None:
+    """Work under way, on stderr at once (``--json`` too): ``compatkit: LINE``."""
+    print(f"compatkit: {line}", file=sys.stderr, flush=True)
+
+
+def warning(line: str) -> None:
+    """A warning on stderr (``--json`` too): ``compatkit: warning: LINE``."""
+    print(f"compatkit: warning: {line}", file=sys.stderr, flush=True)
+
+
 def error(message: str, problems: Sequence[str] = ()) -> None:
     """An error on stderr: ``compatkit: error: MESSAGE``, then one indented line a problem."""
     print(f"compatkit: error: {message}", file=sys.stderr)

@@ -153,7 +153,7 @@ class DiskFiles:
 class Dist(Value):
     """One installed distribution: its metadata directory and the root its RECORD is under."""
 
-    __slots__ = ("name", "version", "dist_info", "root", "_files")
+    __slots__ = ("name", "version", "dist_info", "root", "_files", "_notice")
 
     def __init__(self, name: str, version: str, dist_info: Path, root: Path) -> None:
         self.name = name
@@ -161,6 +161,14 @@ class Dist(Value):
         self.dist_info = dist_info
         self.root = root
         self._files: DiskFiles | None = None
+        self._notice: Callable[[str], None] | None = None
+
+    def notice(self, line: str) -> None:
+        """Tell the user ``line`` while the work goes on (waiting for a lock), through what
+        the caller of :meth:`Environment.find` asked for (:meth:`Environment.tell`); else
+        nothing: no layer below the command line prints."""
+        if self._notice is not None:
+            self._notice(line)
 
     @property
     def files(self) -> DiskFiles:
@@ -208,7 +216,7 @@ class Dist(Value):
 
 
 class Environment(Value):
-    __slots__ = ("executable", "paths", "cache_tag", "_markers")
+    __slots__ = ("executable", "paths", "cache_tag", "_markers", "_notice")
 
     def __init__(
         self,
@@ -221,6 +229,11 @@ class Environment(Value):
         self.paths = paths
         self.cache_tag = cache_tag
         self._markers = markers
+        self._notice: Callable[[str], None] | None = None
+
+    def tell(self, notice: Callable[[str], None]) -> None:
+        """Where the distributions found here tell of work under way (:meth:`Dist.notice`)."""
+        self._notice = notice
 
     @property
     def markers(self) -> dict[str, str]:
@@ -286,7 +299,10 @@ class Environment(Value):
         """The installed distribution called ``name`` (first on the path wins), or None."""
         wanted = canonicalize_name(name)
         settled, dist = self._scan(wanted)
-        return dist if settled else self._find_general(wanted)
+        dist = dist if settled else self._find_general(wanted)
+        if dist is not None:
+            dist._notice = self._notice
+        return dist
 
     def _scan(self, wanted: str) -> tuple[bool, Dist | None]:
         """The common cases without importing importlib.metadata (start-up time, P1).

@@ -60,6 +60,11 @@ from pathlib import Path
 
 from compatkit import bounded
 
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 MAGIC = b"compatkit-cache 2\n"
 MAC_SIZE = 32
 KEY_NAME = "key"
@@ -69,6 +74,7 @@ _DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _warned: list[str] = []
+_sink: list[Callable[[str], None]] = []  # where warn_once's line goes (tell): the CLI's
 
 
 class Untrusted(Exception):
@@ -80,11 +86,18 @@ def supported() -> bool:
     return hasattr(os, "geteuid") and os.open in os.supports_dir_fd
 
 
+def tell(warn: Callable[[str], None]) -> None:
+    """Where the warning that the cache is ignored goes (the command line: stderr); without
+    it, nowhere: no layer below the command line prints."""
+    _sink[:] = [warn]
+
+
 def warn_once(message: str) -> None:
-    """One warning line on stderr, the first time this process ignores something."""
+    """One warning, the first time this process ignores something (:func:`tell`)."""
     if not _warned:
         _warned.append(message)
-        sys.stderr.write(f"compatkit: warning: {message}\n")
+        for warn in _sink:
+            warn(message)
 
 
 def _problem(st: os.stat_result, what: str, others_read: bool = False) -> str | None:
