@@ -255,7 +255,7 @@ def test_a_line_printed_under_a_bar_stays_on_its_own_stream(
 ) -> None:
     """``matrix run`` prints a line per patchset while its bar runs: a piped stdout gets it
     (rich does not pull it onto the terminal); a terminal's stdout shows it above the bar."""
-    from compatkit.cli.progress import Bar
+    from compatkit.cli.progressbar import Bar
 
     for stdout_on_terminal in (False, True):
         master, slave = os.openpty()

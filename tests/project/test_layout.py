@@ -490,12 +490,13 @@ def prints_in(folder: Path) -> list[str]:
     found = []
     for path in sorted(folder.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            called = isinstance(node, ast.Call) and ast.unparse(node.func) == "print"
-            stream = isinstance(node, ast.Attribute) and ast.unparse(node) in (
-                "sys.stdout",
-                "sys.stderr",
-            )
-            if called or stream:
+            if isinstance(node, ast.Call):
+                hit = ast.unparse(node.func) == "print"
+            elif isinstance(node, ast.Attribute):
+                hit = ast.unparse(node) in ("sys.stdout", "sys.stderr")
+            else:
+                continue
+            if hit:
                 found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}")
     return found
 

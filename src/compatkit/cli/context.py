@@ -70,9 +70,9 @@ class Context:
     @property
     def progress(self) -> Reporter:
         """What an operation reports long work to: a bar on a terminal's stderr, else
-        nothing (:mod:`compatkit.cli.progress`)."""
+        nothing (:mod:`compatkit.cli.progressbar`)."""
         if self._progress is None:  # one for the whole run: rich draws one display at a time
-            from compatkit.cli.progress import reporter
+            from compatkit.cli.progressbar import reporter
 
             self._progress = reporter(self.out.json_mode)
         return self._progress

@@ -35,7 +35,7 @@ from compatkit.model.results import (
 from compatkit.ops import verify
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
-from compatkit.ops.smoke import run_smoke, select
+from compatkit.ops.smoke import run_smoke, smoke_patches
 from compatkit.ops.upstream import classify
 from compatkit.value import Value
 
@@ -69,7 +69,7 @@ def _smoke_entries(
     ps: Patchset, env: Environment, states: Mapping[str, tuple[MatrixState, str, str]]
 ) -> list[Entry]:
     """``states``: patch id -> (status, text shown for it, detail); in series order."""
-    _, smoke = run_smoke(ps, env, select(ps, []), show_output=False)
+    _, smoke = run_smoke(ps, env, smoke_patches(ps, []), show_output=False)
     ordered = sorted(states.items(), key=lambda item: ps.ids.index(item[0]))
     return [
         _entry(pid, status, shown, detail, smoke[pid].verdict, smoke[pid].reason)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compatkit.cli.outputs import output_dir, output_file
+from compatkit.cli.destinations import output_dir, output_file
 from compatkit.errors import UsageError
 
 TYPE_CHECKING = False

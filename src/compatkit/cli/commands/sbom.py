@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from compatkit.cli.outputs import output_file
+from compatkit.cli.destinations import output_file
 
 TYPE_CHECKING = False
 
