@@ -436,7 +436,7 @@ def matrix(session: nox.Session, cell: str) -> None:
         cell,
         "--matrix",
         str(MATRIX),
-        "-o",
+        "--results",
         str(ROOT / "build" / "matrix"),
         external=True,
     )

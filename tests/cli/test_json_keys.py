@@ -314,8 +314,15 @@ def test_pytest_commands_json_keys(
         ("prove", "demo-fix", "-o", str(tmp_path / "proof")): {"patchset", "patches"},
         ("upstream", "demo-fix", "--target", "demo==1.0"): {"patchset", "target", "patches"}
         | {"unmet_requirements"},
-        ("matrix", "run", "c1", "--matrix", str(matrix), "-o", str(tmp_path / "cells")): CELL.keys()
-        - {"ok"},
+        (
+            "matrix",
+            "run",
+            "c1",
+            "--matrix",
+            str(matrix),
+            "--results",
+            str(tmp_path / "cells"),
+        ): CELL.keys() - {"ok"},
     }
     for argv, keys in cases.items():
         _, out, err = project.run("--json", *argv)

@@ -85,13 +85,17 @@ def test_cell_run_on_the_demo_patchset(demo: Demo, tmp_path: Path) -> None:
     )
     before = demo.venv.snapshot()
     results = tmp_path / "results"
-    code, _, err = demo.run("matrix", "run", "demo", "--matrix", str(matrix), "-o", str(results))
+    code, _, err = demo.run(
+        "matrix", "run", "demo", "--matrix", str(matrix), "--results", str(results)
+    )
     assert code == 0, err
     doc = json.loads((results / "demo.json").read_text())
     assert [e["state"] for e in doc["patchsets"]["demo-fix"]] == ["applied", "applied"]
     assert [e["smoke"] for e in doc["patchsets"]["demo-fix"]] == ["pass", "pass"]
     assert demo.venv.snapshot() == before
-    code, _, err = demo.run("matrix", "run", "wrong", "--matrix", str(matrix), "-o", str(results))
+    code, _, err = demo.run(
+        "matrix", "run", "wrong", "--matrix", str(matrix), "--results", str(results)
+    )
     assert code == 1 and "patch-2: expected upstream/pass, got applied/pass" in err
     docs = tmp_path / "compat.md"
     assert report(results, docs).cells[0]["cell"] == "demo"

@@ -1,9 +1,10 @@
 """``compatkit matrix run|report|jobs``: one version-matrix cell (:mod:`compatkit.ops.matrix`),
 the report (:mod:`compatkit.ops.matrix_report`), CI's job list.
 
-``matrix run CELL [-o DIR]`` writes the cell's result to DIR/CELL.json (default build/matrix);
-``matrix report [--results DIR] [-o FILE]`` reads DIR's results, writes report.md and report.json
-there, and with ``-o`` the Markdown to FILE too (the docs page).
+``matrix run CELL [--results DIR]`` writes the cell's result to DIR/CELL.json (default
+build/matrix); ``matrix report [--results DIR] [-o FILE]`` reads DIR's results, writes report.md
+and report.json there, and with ``-o`` the Markdown to FILE too (the docs page): ``-o`` is a
+file, ``--results`` a folder, for every sub-verb that takes them.
 
 ``run`` works in the environment of the cell (compatkit's own, or ``--python``): it starts
 from a pristine install, applies each patchset, verifies, runs the smoke tests, reverts and
@@ -30,7 +31,7 @@ RESULTS = Path("build/matrix")  # where run writes a cell's result and report re
 
 def run(args: Namespace, ctx: Context) -> int:
     wrong = {
-        "run": [("--results", args.results)],
+        "run": [("-o", args.output)],
         "report": [],
         "jobs": [("-o", args.output), ("--results", args.results)],
     }[args.action]
@@ -54,8 +55,8 @@ def run(args: Namespace, ctx: Context) -> int:
 def _run_cell(args: Namespace, ctx: Context) -> int:
     from compatkit.ops.matrix import run_cell
 
-    folder = args.output or RESULTS
-    output_dir(folder, "-o")
+    folder = args.results or RESULTS
+    output_dir(folder, "--results")
     out = ctx.out
     where = (args.matrix, args.cell, folder, out.line, ctx.progress)
     result = run_cell(ctx.registry, ctx.env, *where)
