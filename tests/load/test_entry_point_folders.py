@@ -1,6 +1,7 @@
 """Issue 46 item 8: a ``compatkit.patchsets`` entry point names a package folder of its own
 distribution, nothing else (``x = ..tmp.some.folder`` named /tmp/some/folder); the declaring
-distribution's name is printed with its control characters escaped.
+distribution's name is printed with its control characters escaped. Item 9: ``lint`` reports a
+name two sources ship as ``list`` and ``apply`` do.
 
 compatkit runs from its source in a bare venv (``PYTHONPATH``: the source and the test runner's
 site-packages for its dependencies), so the venv's own site-packages, which the entry-point scan
@@ -21,10 +22,10 @@ from helpers import UV, build_wheel, needs_uv, write_patchset
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def _team_wheel(base: Path, value: str) -> Path:
-    made = write_patchset(base / "made", name="demo-team")
+def _team_wheel(base: Path, value: str, name: str = "demo-team") -> Path:
+    made = write_patchset(base / "made", name=name)
     files = {
-        f"teamfix_patchsets/demo-team/{p.relative_to(made)}": p.read_bytes()
+        f"teamfix_patchsets/{name}/{p.relative_to(made)}": p.read_bytes()
         for p in sorted(made.rglob("*"))
         if p.is_file()
     }
@@ -76,3 +77,18 @@ def test_a_declaring_distributions_name_is_printed_escaped(tmp_path: Path) -> No
     code, out, err = _compatkit(python, "list")
     assert code == 0 and "\x1b" not in out + err, (out, err)
     assert "package team\\x1b[2Jfix 1.0" in out, out
+
+
+@needs_uv
+def test_lint_reports_a_name_a_package_ships_beside_the_bundled_one(tmp_path: Path) -> None:
+    python = _venv(tmp_path / "venv", _team_wheel(tmp_path, "teamfix_patchsets", "gguf-q2-0"))
+    outputs = {}
+    commands = (["list"], ["apply", "gguf-q2-0"], ["lint", "--offline", "gguf-q2-0"], ["lint"])
+    for command in commands:
+        code, out, err = _compatkit(python, *command)
+        clash = [line for line in (out + err).splitlines() if "gguf-q2-0" in line]
+        outputs[command[0]] = clash
+        assert code == 2 and len(clash) == 1, (command, code, out, err)
+        assert "two sources" in clash[0] and "bundled" in clash[0], clash
+        assert "package teamfix-patchsets 1.0" in clash[0], clash
+    assert outputs["lint"] == outputs["apply"]
