@@ -48,8 +48,8 @@ def status(
                 ["patch", "title", "state", "detail"],
                 rows,
             )
-        for line in one.unmet:
-            out.line(f"{ps.name}: {line}", style="red")
+            for line in one.unmet:  # of a patchset that does not apply: its one line only
+                out.line(f"{ps.name}: {line}", style="red")
         if one.next_step:
             out.line(f"  {one.next_step}", style="yellow")
     for line in result.project_mismatches:
