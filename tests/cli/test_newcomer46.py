@@ -3,9 +3,16 @@ venv with the demo wheel installed."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from helpers import Demo, write_patchset
+import pytest
+
+from helpers import UV, Demo, backports, needs_uv, run_cli, write_patchset
+
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def _constrained(base: Path) -> None:
@@ -24,3 +31,79 @@ def test_status_gives_a_patchset_that_does_not_apply_one_line(demo: Demo) -> Non
     assert len(lines) == 1 and "not applicable" in lines[0], out
     code, out, err = demo.run("status", "demo-next")  # named: its table, and the constraint
     assert code == 0 and "constraint demo==2.0 unmet: found demo 1.0" in out, out
+
+
+# 12: "not installed" names the interpreter and --python; smoke and prove see the missing
+# --python before the missing pytest; matrix run says how to get the cell's environment
+
+
+def test_not_installed_names_the_interpreter_and_python_option(
+    demo: Demo, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Run without --python: the target is compatkit's own environment, without demo."""
+    ps = ["--patchset-dir", str(demo.patchsets)]
+    for command in (
+        ["exec", "demo-fix", "--", "true"],
+        ["runtime", "install", "demo-fix", "--dir", str(tmp_path / "rt")],
+        ["verify", "demo-fix"],
+    ):
+        code, out, err = run_cli(capsys, *ps, *command)
+        assert code == 1, (command, out, err)
+        assert f"the environment of {sys.executable}" in err, (command, err)
+        assert "add --python PATH" in err, (command, err)
+    assert not (tmp_path / "rt").exists()
+
+
+def _bare_compatkit(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A venv with nothing installed whose python runs this checkout's compatkit (its
+    dependencies linked onto PYTHONPATH, pytest not among them): (python, environment)."""
+    import merge3
+    import packaging
+    import rich
+    import shtab
+
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for module in (packaging, rich, shtab, merge3):
+        source = Path(str(module.__file__))
+        source = source.parent if source.name == "__init__.py" else source
+        (deps / source.name).symlink_to(source)
+    backports(deps)
+    venv = [UV or "uv", "venv", "-q", "-p", sys.executable, str(tmp_path / "v")]
+    subprocess.run(venv, check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(deps)])
+    return tmp_path / "v" / "bin" / "python", env
+
+
+@needs_uv
+def test_smoke_and_prove_without_python_say_so_not_install_pytest(
+    demo: Demo, tmp_path: Path
+) -> None:
+    python, env = _bare_compatkit(tmp_path)
+    for command in ("smoke", "prove"):
+        args = [str(python), "-m", "compatkit", "--patchset-dir", str(demo.patchsets), command]
+        proc = subprocess.run([*args, "demo-fix"], capture_output=True, text=True, env=env)
+        err = proc.stderr
+        assert proc.returncode == 1 and err.count("\n") == 1, (command, proc.stdout, err)
+        assert "demo is not installed in the environment of" in err, (command, err)
+        assert "add --python PATH" in err and "install pytest" not in err, (command, err)
+
+
+def test_matrix_run_outside_the_cells_environment_says_how_to_get_it(
+    demo: Demo, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "matrix", "run", "c1")
+    assert code == 2 and "no such matrix file" in err and "--matrix FILE" in err, err
+    matrix = tmp_path / "m.toml"
+    matrix.write_text(
+        '[[cell]]\nid = "c1"\npython = "3.11"\npackages = ["demo==2.0"]\nmode = "apply"\n'
+        'patchsets = ["demo-fix"]\n[cell.expect.demo-fix]\ndefault = "applied/pass"\n'
+    )
+    args = ["--python", demo.venv.python, "--patchset-dir", str(demo.patchsets)]
+    code, out, err = run_cli(capsys, *args, "matrix", "run", "c1", "--matrix", str(matrix))
+    assert code == 1, (out, err)
+    first = err.splitlines()[0]
+    assert "differs from matrix.toml; this environment is not the cell's" in first, err
+    assert "needs demo==2.0, found demo 1.0" in first and "--python" in first, err
