@@ -3,6 +3,7 @@ venv with the demo wheel installed."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -107,3 +108,26 @@ def test_matrix_run_outside_the_cells_environment_says_how_to_get_it(
     first = err.splitlines()[0]
     assert "differs from matrix.toml; this environment is not the cell's" in first, err
     assert "needs demo==2.0, found demo 1.0" in first and "--python" in first, err
+
+
+# 13: short plain descriptions find the patches about them; README's generic example lists
+# the closest ones
+
+
+@pytest.mark.parametrize(
+    ("text", "wanted", "sure"),
+    [
+        ("No module named 'vllm'", None, False),
+        ("prefix caching", "vllm033-hidden-states:patch-14", True),
+        ("more than 32 prompts", "speculators040-vllm016:patch-12", True),
+    ],
+)
+def test_explain_a_plain_description(
+    text: str, wanted: str | None, sure: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(capsys, "--json", "explain", text)
+    doc = json.loads(out)
+    listed = [f"{c['patchset']}:{c['id']}" for c in doc.get("candidates", [])]
+    assert listed, (text, out, err)
+    assert code == (0 if sure else 1), (text, out, err)
+    assert wanted is None or wanted in listed, (text, listed)
