@@ -131,3 +131,25 @@ def test_explain_a_plain_description(
     assert listed, (text, out, err)
     assert code == (0 if sure else 1), (text, out, err)
     assert wanted is None or wanted in listed, (text, listed)
+
+
+def test_status_names_the_runtime_hook_that_serves_a_patchset(demo: Demo, tmp_path: Path) -> None:
+    """Item 14: not applied on disk, but served to every process by a ``--pth`` hook."""
+    root = tmp_path / "rt"
+    code, out, err = demo.run("runtime", "install", "demo-fix", "--dir", str(root), "--pth")
+    assert code == 0, err
+    proc = subprocess.run(
+        [demo.venv.python, "-c", "import demo.greet; print(demo.greet.hello('x'))"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout == "hi x\n", proc.stderr  # served indeed
+    code, out, err = demo.run("status", "demo-fix")
+    words = " ".join(out.split())  # the table's title may wrap
+    assert code == 0 and "not applied on disk; served to every process by the runtime" in words
+    assert f"runtime hook in {os.path.realpath(root)}" in words, out
+    code, out, err = demo.run("--json", "status", "demo-fix")
+    assert json.loads(out)["patchsets"][0]["runtime"] == os.path.realpath(root)
+    assert demo.run("runtime", "uninstall", "--dir", str(root))[0] == 0
+    code, out, err = demo.run("status", "demo-fix")
+    assert code == 0 and "runtime hook" not in out, out
