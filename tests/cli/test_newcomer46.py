@@ -153,3 +153,18 @@ def test_status_names_the_runtime_hook_that_serves_a_patchset(demo: Demo, tmp_pa
     assert demo.run("runtime", "uninstall", "--dir", str(root))[0] == 0
     code, out, err = demo.run("status", "demo-fix")
     assert code == 0 and "runtime hook" not in out, out
+
+
+def test_exec_python_runs_the_target_interpreter(demo: Demo) -> None:
+    """Item 15: ``exec --python X -- python ...`` runs X's python, as an activated venv would,
+    even where another python comes first on PATH (here: the test runner's)."""
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    code = "import sys, os, demo.greet; print(sys.prefix, demo.greet.hello('x'))"
+    proc = subprocess.run(
+        [*demo.command("exec", "demo-fix", "--", "python", "-c", code)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": path},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{demo.venv.root} hi x\n", proc.stdout
