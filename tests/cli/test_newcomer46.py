@@ -168,3 +168,34 @@ def test_exec_python_runs_the_target_interpreter(demo: Demo) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"{demo.venv.root} hi x\n", proc.stdout
+
+
+# 16: small things
+
+
+def test_one_patch_is_one_patch(demo: Demo) -> None:
+    code, out, _ = demo.run("apply", "demo-fix", "--exclude", "patch-2", "--dry-run")
+    assert code == 0 and "would apply 1 patch:" in out and "1 patches" not in out, out
+    code, out, _ = demo.run("apply", "demo-fix", "--exclude", "patch-2")
+    assert code == 0 and "applied 1 patch to demo 1.0" in out, out
+
+
+def test_a_version_range_prints_one_way_everywhere(demo: Demo) -> None:
+    where = {"specifier": ">=0.33,<0.34", "distribution": "absent"}
+    write_patchset(demo.patchsets, name="absent-fix", **where)  # written one way
+    outputs = [demo.run("list")[1], demo.run("status")[1], demo.run("apply", "absent-fix")[2]]
+    outputs.append(demo.run("exec", "absent-fix", "--", "true")[2])
+    for text in outputs:
+        words = " ".join(text.split())
+        assert "absent<0.34,>=0.33" in words and ">=0.33,<0.34" not in words, text
+
+
+def test_runtime_uninstall_leaves_no_empty_pycache(demo: Demo, tmp_path: Path) -> None:
+    cache = demo.venv.site / "__pycache__"
+    assert not cache.exists()
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root), "--pth")[0] == 0
+    subprocess.run([demo.venv.python, "-c", "import demo.greet"], check=True)
+    code, _out, err = demo.run("runtime", "uninstall", "--dir", str(root))
+    assert code == 0, err
+    assert not cache.exists(), list(cache.iterdir())

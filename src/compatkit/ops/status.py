@@ -60,7 +60,7 @@ def not_applicable(found: Inspection) -> str | None:
         return None
     ps = found.patchset
     if found.dist is None:
-        return f"needs {ps.distribution}{ps.specifier_text}, not installed"
+        return f"needs {ps.target}, not installed"
     return found.statuses[0].detail
 
 

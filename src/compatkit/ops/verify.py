@@ -117,7 +117,7 @@ def _moved_on(registry: Registry, name: str, dist: Dist) -> str | None:
         return None
     from compatkit.delivery.wheelpin import stale_wheel
 
-    hint = stale_wheel(dist, f"{ps.distribution}{ps.specifier_text}")
+    hint = stale_wheel(dist, ps.target)
     return f"{name}: {hint}" if hint else None
 
 

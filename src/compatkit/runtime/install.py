@@ -327,6 +327,8 @@ def remove(root: Path, site: Path | None = None) -> list[str]:
             if _own_startup(boot, root) and os.path.isdir(cache) and not os.path.islink(cache):
                 for pyc in cache.glob(f"{startfiles.BOOT_MODULE}.*.pyc"):  # its bytecode only
                     pyc.unlink()
+                with contextlib.suppress(OSError):  # the folder install made, if now empty
+                    os.rmdir(cache)
             for path in [pth, *(p for p in (start, boot) if _own_startup(p, root))]:
                 path.unlink()
                 removed.append(str(path))
