@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import UV, Demo, backports, needs_uv, run_cli, write_patchset
+from helpers import TOML, UV, Demo, backports, needs_uv, run_cli, write_patchset
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -199,3 +200,36 @@ def test_runtime_uninstall_leaves_no_empty_pycache(demo: Demo, tmp_path: Path) -
     code, _out, err = demo.run("runtime", "uninstall", "--dir", str(root))
     assert code == 0, err
     assert not cache.exists(), list(cache.iterdir())
+
+
+@pytest.mark.slow
+def test_the_bundled_smoke_conftest_leaves_nothing_in_the_temp_folder(tmp_path: Path) -> None:
+    """speculators-vllm016's smoke conftest (which its two siblings share) gives remote-code
+    tokenizers a folder of the run's own, removed when the run ends."""
+    smoke = tmp_path / "smoke"
+    smoke.mkdir()
+    conftest = SRC.parent / "patchsets" / "speculators-vllm016" / "smoke" / "conftest.py"
+    shutil.copy(conftest, smoke / "conftest.py")
+    (smoke / "test_x.py").write_text(
+        "import os\n\ndef test_x():\n    assert os.path.isdir(os.environ['HF_MODULES_CACHE'])\n"
+    )
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HF_MODULES_CACHE"}
+    env["TMPDIR"] = str(temp)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    proc = subprocess.run([*cmd, str(smoke)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert list(temp.iterdir()) == []
+
+
+def test_the_tests_session_has_nox_for_the_demos_own_test() -> None:
+    """tests/cli/test_newuser.py runs noxfile.py's demo session; ``nox -s tests`` installs
+    ``.[test]``, which must hold nox, or that test cannot run there."""
+    from importlib import import_module
+
+    from packaging.requirements import Requirement
+
+    project = import_module(TOML).loads((SRC.parent / "pyproject.toml").read_text())["project"]
+    extra = [Requirement(r).name for r in project["optional-dependencies"]["test"]]
+    assert "nox" in extra, extra
