@@ -182,8 +182,8 @@ def test_one_patch_is_one_patch(demo: Demo) -> None:
 
 
 def test_a_version_range_prints_one_way_everywhere(demo: Demo) -> None:
-    where = {"specifier": ">=0.33,<0.34", "distribution": "absent"}
-    write_patchset(demo.patchsets, name="absent-fix", **where)  # written one way
+    written = ">=0.33,<0.34"  # one way, in patchset.toml
+    write_patchset(demo.patchsets, name="absent-fix", specifier=written, distribution="absent")
     outputs = [demo.run("list")[1], demo.run("status")[1], demo.run("apply", "absent-fix")[2]]
     outputs.append(demo.run("exec", "absent-fix", "--", "true")[2])
     for text in outputs:
