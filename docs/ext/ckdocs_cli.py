@@ -59,9 +59,7 @@ def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     return " ".join(text.split())
 
 
-def _own_actions(
-    parser: argparse.ArgumentParser, inherited: set[str]
-) -> Iterator[argparse.Action]:
+def _own_actions(parser: argparse.ArgumentParser, inherited: set[str]) -> Iterator[argparse.Action]:
     """The arguments of ``parser`` but the global ones (listed once, under ``compatkit``)."""
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):

@@ -83,7 +83,7 @@ def patch_page(ps: Patchset, patch: Patch, cells: list[Cell], carriers: list[str
     lines = [
         f"# {patch.id}: {_inline(patch.title)}",
         "",
-        "```{index} " + f"single: {patch.id}; {ps.name}",
+        "```{index} " + f"!single: {patch.id}; {ps.name}",  # a main entry: first in search
         "```",
         "",
         f"In [{ps.name}](../{ps.name}.md) {ps.version} → `{ps.target}`.",
@@ -112,7 +112,7 @@ def patch_page(ps: Patchset, patch: Patch, cells: list[Cell], carriers: list[str
 
 
 def patchset_page(ps: Patchset) -> str:
-    lines = [f"# {ps.name}", "", "```{index} " + f"single: {ps.name}", "```", ""]
+    lines = [f"# {ps.name}", "", "```{index} " + f"!single: {ps.name}", "```", ""]
     lines += [_inline(ps.summary), "", f"- version: {ps.version}", f"- target: `{ps.target}`"]
     if ps.requires_text:
         lines.append("- requires: " + ", ".join(f"`{r}`" for r in ps.requires_text))
