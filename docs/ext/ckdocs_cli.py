@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-WIDTH = "100"  # the columns argparse formats usage lines for
+WIDTH = "90"  # the columns argparse formats usage lines for
 
 
 def full_parser() -> argparse.ArgumentParser:
