@@ -24,4 +24,4 @@ html_theme = "furo"
 html_title = "compatkit"
 html_static_path = ["_static"]
 html_favicon = "_static/favicon.svg"
-html_theme_options = {"source_repository": "", "navigation_with_keys": True}
+html_theme_options = {"navigation_with_keys": True}
