@@ -187,3 +187,13 @@ def test_readme_is_two_screens_and_its_links_lead_into_the_site() -> None:
     assert len(links) >= 5, links
     assert [link for link in links if not (ROOT / link).is_file()] == []
     assert "docs/index.md" in links and "docs/getting-started.md" in links
+
+
+def test_ci_builds_and_browses_the_site() -> None:
+    """.ci/run runs ``docs`` (README's test line is the same: tests/cli/test_newuser.py), after
+    ``compat_docs``, so the site shows this run's compatibility matrix."""
+    sessions = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1].split("nox -s ")[1]
+    names = sessions.split()
+    assert "docs" in names and names.index("docs") > names.index("compat_docs"), names
+    nox_text = (ROOT / "noxfile.py").read_text()
+    assert '"tests/project/test_site.py"' in nox_text and '"-W"' in nox_text
