@@ -42,14 +42,31 @@ def _inline(text: str) -> str:
     return "".join([*out, _PUNCT.sub(r"\\\1", text[at:])])
 
 
-def _field(value: str) -> list[str]:
-    """A header field as explain shows it (compatkit's ``reflow``): paragraphs, and its
-    indented lines as a literal block."""
-    from compatkit.cli.commands.explain import reflow
+# where explain's ``reflow`` lives: issue 47 moves it from the command to ops/explain.py
+# (the first that has it is used; the lead keeps one at the merge)
+_EXPLAIN = ("compatkit.ops.explain", "compatkit.cli.commands.explain")
 
+
+def _reflow(text: str) -> str:
+    """A header field's paragraphs as ``compatkit explain`` joins them."""
+    import importlib
+
+    for name in _EXPLAIN:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(module, "reflow"):
+            return str(module.reflow(text))
+    raise ImportError(f"compatkit's reflow is in none of {', '.join(_EXPLAIN)}")
+
+
+def _field(value: str) -> list[str]:
+    """A header field as explain shows it: paragraphs, and its indented lines as a literal
+    block."""
     lines: list[str] = []
     verbatim: list[str] = []
-    for line in [*reflow(value).split("\n"), ""]:
+    for line in [*_reflow(value).split("\n"), ""]:
         if line[:1].isspace():
             verbatim.append(line)
             continue
