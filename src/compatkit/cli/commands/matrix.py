@@ -53,7 +53,7 @@ def run(args: Namespace, ctx: Context) -> int:
 
 
 def _run_cell(args: Namespace, ctx: Context) -> int:
-    from compatkit.ops.matrix import run_cell
+    from compatkit.ops.matrix import not_the_cells, run_cell
 
     folder = args.results or RESULTS
     output_dir(folder, "--results")
@@ -71,8 +71,13 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
             ],
         )
     if not result.ok:
-        message = f"cell {cell} differs from matrix.toml"
-        return out.fail(result.to_json(), message, result.mismatches)
+        what = f"cell {cell} differs from matrix.toml"
+        if misses := not_the_cells(list(result.cell.packages), result.installed):
+            what += (
+                f"; this environment is not the cell's ({'; '.join(misses)}): build it "
+                f"(nox -s \"matrix(cell='{cell}')\") or pass --python to one that is"
+            )
+        return out.fail(result.to_json(), what, result.mismatches)
     out.result(result.to_json())
     out.line(f"cell {cell}: every patch as expected ({result.seconds} s)", style="green")
     return 0
