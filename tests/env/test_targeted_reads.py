@@ -246,6 +246,19 @@ def test_a_record_kept_as_its_text_reads_and_edits_as_its_rows_do(
     assert got.rows == expected.rows
 
 
+def _count_splits(monkeypatch: pytest.MonkeyPatch) -> list[Record]:
+    """Each record split into its lines from now on (Record._raw_list), in order."""
+    splits: list[Record] = []
+    real = Record._raw_list
+
+    def counting(self: Record) -> list[str]:
+        splits.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Record, "_raw_list", counting)
+    return splits
+
+
 def test_apply_splits_no_record_into_lines(
     tmp_path: Path,
     make_venv: Callable[..., Venv],
@@ -258,20 +271,12 @@ def test_apply_splits_no_record_into_lines(
     files = {f"demo/mod_{i}.py": b"x = 1\n" for i in range(50)}
     files.update(DEMO_FILES)
     venv, patchsets, _ = install_demo(tmp_path, make_venv, files)
-    split = 0
-    real = Record._raw_list
-
-    def counting(self: Record) -> list[str]:
-        nonlocal split
-        split += 1
-        return real(self)
-
-    monkeypatch.setattr(Record, "_raw_list", counting)
+    splits = _count_splits(monkeypatch)
     code, _, err = run_cli(
         capsys, "--python", venv.python, "--patchset-dir", str(patchsets), "apply", "demo-fix"
     )
     assert code == 0, err
-    assert split == 0
+    assert splits == []
 
 
 def test_the_transactions_ownership_check_splits_no_record(
@@ -283,18 +288,10 @@ def test_the_transactions_ownership_check_splits_no_record(
     parses, the answer a function of the bytes)."""
     data = "".join(f"pkg/m{i}.py,sha256=h{i},{i}\n" for i in range(50)).encode()
     data += b'"pkg/a,b.py",,\n"pkg/q.py",,\n'
-    split = 0
-    real = Record._raw_list
-
-    def counting(self: Record) -> list[str]:
-        nonlocal split
-        split += 1
-        return real(self)
-
-    monkeypatch.setattr(Record, "_raw_list", counting)
+    splits = _count_splits(monkeypatch)
     owned = Record.paths_in(data)
     probes = ["pkg/m0.py", "pkg/m49.py", "pkg/a,b.py", "pkg/q.py", "pkg/m5", "pkg/x.py", "a,b.py"]
     assert [p in owned for p in probes] == [True, True, True, True, False, False, False]
-    assert split == 0
+    assert splits == []
     rows = {r.path for r in Record.parse(data).rows}
     assert all((p in owned) == (p in rows) for p in probes) and set(owned) == rows

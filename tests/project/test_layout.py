@@ -345,9 +345,14 @@ def use_cases_in(folder: Path) -> list[str]:
 
 def test_commands_only_read_arguments_and_render() -> None:
     """Issue 35: a command module calls one operation and renders its result; the use case
-    (sessions, transactions, atomic writes) lives in ops/."""
-    found = use_cases_in(SRC / "compatkit" / "cli" / "commands")
+    (sessions, transactions, atomic writes) lives in ops/. Issue 47: explain's reading,
+    ranking and choosing too (ops/explain.py); no command imports compatkit.env, even for a
+    type."""
+    commands = SRC / "compatkit" / "cli" / "commands"
+    found = use_cases_in(commands)
     assert not found, f"use-case imports in cli/commands/: {found}"
+    found = env_imports_in(commands)
+    assert not found, f"compatkit.env imports in cli/commands/: {found}"
 
 
 def test_a_use_case_import_in_a_command_is_found(tmp_path: Path) -> None:
@@ -355,44 +360,43 @@ def test_a_use_case_import_in_a_command_is_found(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from compatkit.env.target import Environment\n"
         "def run():\n    from compatkit import atomic\n    from compatkit.env import txn\n"
+        "import compatkit.env\nfrom compatkit.ops import status\n"
     )
-    assert use_cases_in(tmp_path) == ["verb.py:5 compatkit.atomic", "verb.py:6 compatkit.env.txn"]
+    assert sorted(use_cases_in(tmp_path)) == [
+        "verb.py:5 compatkit.atomic",
+        "verb.py:6 compatkit.env.txn",
+        "verb.py:7 compatkit.env",
+    ]
+    assert env_imports_in(tmp_path) == [
+        "verb.py:3 compatkit.env.target.Environment",
+        "verb.py:6 compatkit.env.txn",
+        "verb.py:7 compatkit.env",
+    ]
+
+
+def absolute_imports(path: Path, members: bool = False) -> list[tuple[int, str]]:
+    """Every absolute import of the module at ``path``, wherever it stands (in a function,
+    under ``if TYPE_CHECKING:``), as (line, name), in order; ``members``: ``from m import x``
+    is ``m.x``, else ``m``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{a.name}" for a in node.names] if members else [node.module]
+            found += [(node.lineno, name) for name in names]
+    return sorted(found)
 
 
 def env_imports_in(folder: Path) -> list[str]:
     """Each import of ``compatkit.env`` by a module of ``folder``, wherever it stands (under
     ``if TYPE_CHECKING:`` too: a command takes results, not the environment's types), as
     "file:line name"."""
-    found: list[tuple[str, int, str]] = []
-    for path in sorted(folder.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names = [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                continue
-            hits = [n for n in names if n == "compatkit.env" or n.startswith("compatkit.env.")]
-            found += [(path.name, node.lineno, n) for n in hits]
-    return [f"{name}:{line} {what}" for name, line, what in sorted(found)]
-
-
-def test_commands_import_nothing_from_the_environment_layer() -> None:
-    """Issue 47: explain's reading, ranking and choosing live in ops/explain.py, status renders
-    results; no command module imports compatkit.env, even for a type."""
-    found = env_imports_in(SRC / "compatkit" / "cli" / "commands")
-    assert not found, f"compatkit.env imports in cli/commands/: {found}"
-
-
-def test_an_environment_import_for_a_type_is_found(tmp_path: Path) -> None:
-    (tmp_path / "verb.py").write_text(
-        "TYPE_CHECKING = False\n"
-        "if TYPE_CHECKING:\n    from compatkit.env.target import Environment\n"
-        "import compatkit.env\nfrom compatkit.ops import status\n"
-    )
-    assert env_imports_in(tmp_path) == [
-        "verb.py:3 compatkit.env.target.Environment",
-        "verb.py:4 compatkit.env",
+    return [
+        f"{path.name}:{line} {name}"
+        for path in sorted(folder.glob("*.py"))
+        for line, name in absolute_imports(path, members=True)
+        if name == "compatkit.env" or name.startswith("compatkit.env.")
     ]
 
 
@@ -411,15 +415,9 @@ def dataclass_imports(folder: Path) -> list[str]:
     """Each import of ``dataclasses`` under ``folder``, wherever it stands, as "file:line"."""
     found = []
     for path in sorted(folder.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [node.module or ""]
-            else:
-                continue
-            if any(n == "dataclasses" or n.startswith("dataclasses.") for n in names):
-                found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}")
+        names = absolute_imports(path)
+        lines = {n for n, name in names if name == "dataclasses" or name.startswith("dataclasses.")}
+        found += [f"{path.relative_to(folder).as_posix()}:{line}" for line in sorted(lines)]
     return found
 
 
@@ -446,20 +444,13 @@ HOOK = ("runtime/hook.py",)  # runs in every start of a runtime-mode target (P7)
 def private_imports(folder: Path) -> list[str]:
     """Each import of a private top-level module (``_sha2``, ``_operator``, ...) under
     ``folder`` but in the runtime hook, wherever it stands, as "file:line name"."""
-    found = []
-    for path in sorted(folder.rglob("*.py")):
-        where = path.relative_to(folder).as_posix()
-        if where in HOOK:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [node.module or ""]
-            else:
-                continue
-            found += [f"{where}:{node.lineno} {n}" for n in names if n[:1] == "_" != n[1:2]]
-    return sorted(found)
+    return [
+        f"{where}:{line} {name}"
+        for path in sorted(folder.rglob("*.py"))
+        if (where := path.relative_to(folder).as_posix()) not in HOOK
+        for line, name in absolute_imports(path)
+        if name[:1] == "_" != name[1:2]
+    ]
 
 
 def test_no_private_module_outside_the_runtime_hook() -> None:
