@@ -90,7 +90,7 @@ def test_a_matrix_cell_installed_without_dependencies(demo: Demo, tmp_path: Path
     before = demo.venv.snapshot()
     results = tmp_path / "results"
     for cell in ("up", "on"):
-        args = ("matrix", "run", cell, "--matrix", str(matrix), "-o", str(results))
+        args = ("matrix", "run", cell, "--matrix", str(matrix), "--results", str(results))
         code, out, err = demo.run(*args, "--smoke-not-run", uv)
         assert code == 0, (out, err)
         assert f"cell {cell}: smoke tests not run: {why} (files only)" in out
