@@ -40,14 +40,15 @@ def test_explain_matches_what_the_user_sees(
     assert {m["id"] for m in doc["matches"]} == {patch}, doc["matches"]
 
 
-def test_a_token_list_of_newlines_ranks_the_split_patch_first(
+def test_a_token_list_of_newlines_finds_the_split_patch(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Two words in common ("Ċ", "hello") are not enough for a match, but the candidates
-    name the right patch, in both patchsets that carry it."""
-    code, out, _ = run_cli(capsys, "explain", "--json", "['Ċ', 'Ċ', 'hello']")
+    """Every word of the text ("Ċ", "hello") is in patch-18's Symptom: a match, in both
+    patchsets that carry it (before the markers were words: "hello" alone, nothing)."""
+    code, out, err = run_cli(capsys, "explain", "--json", "['Ċ', 'Ċ', 'hello']")
     doc = json.loads(out)
-    assert code == 1 and doc["matches"] == []
+    assert code == 0, err
+    assert {m["id"] for m in doc["matches"]} == {A}
     assert {(c["id"], c["patchset"]) for c in doc["candidates"]} == {
         (A, "transformers-tokenizers"),
         (A, "transformers519-tokenizers"),
