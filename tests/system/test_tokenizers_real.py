@@ -76,7 +76,7 @@ def test_the_fix_for_a_alone_on_5_19_applies_and_breaks_autotokenizer(
     code, _, err = _cli(capsys, venv.python, "apply", "transformers-tokenizers")
     assert code == 1 and "transformers 5.19.0" in err, err
     code, out, err = _cli(capsys, venv.python, "apply", "transformers-tokenizers", "--force")
-    assert code == 0 and "applied 1 patches to transformers 5.19.0" in out, (out, err)
+    assert code == 0 and "applied 1 patch to transformers 5.19.0" in out, (out, err)
     code, out, _ = _cli(capsys, venv.python, "--json", "smoke", "transformers-tokenizers")
     (result,) = json.loads(out)["patches"]
     assert code == 1 and result["result"] == "fail"
