@@ -22,7 +22,7 @@ target.
 ...     tree.write("pkg/o.py", b"", 0o644)
 Traceback (most recent call last):
 ...
-compatkit.env.beneath.Swapped: [Errno 40] it is a symlink (was it swapped while compatkit ran?): '.../pkg'
+compatkit.env.beneath.Swapped: [Errno 40] it is a symlink (was it swapped ...): '.../pkg'
 >>> sorted(p.name for p in (root / "old").iterdir()), list(away.iterdir())
 (['m.py', 'n.py'], [])
 """
@@ -178,14 +178,14 @@ class Tree:
     def rmtree(self, reldir: str) -> None:
         """Remove the folder ``reldir`` and all in it (shutil's descriptor walk, which
         refuses a link as the folder named), if it is there; a link or file is unlinked."""
-        import shutil  # with zlib, bz2 and lzma: only for what an interrupted run left
-
         self.forget(reldir)
         try:
             fd, name = self._at(reldir)
             mode = os.lstat(name, dir_fd=fd).st_mode
         except FileNotFoundError:
             return
+        import shutil  # with zlib, bz2 and lzma: only for what an interrupted run left
+
         if not stat.S_ISDIR(mode):
             self.unlink(reldir)
         elif sys.version_info >= (3, 11):

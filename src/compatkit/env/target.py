@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from compatkit import bounded
+from compatkit.env import owners
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.answers import canonicalize_name
 from compatkit.model.paths import quoted, resolve_inside
@@ -259,6 +260,7 @@ class Environment(Value):
         from compatkit.load import cache
 
         exe = _interpreter(python)
+        owners.check_interpreter(exe)  # before it is run: another user's is refused
         entry = cache.entry("probe", _probe_key(exe))
         cached = cache.load(entry)
         env = None if cached is None else cls._from_probe(cached)
