@@ -145,11 +145,18 @@ class DiskFiles:
             return []
 
     def mtime_ns(self, relpath: str) -> int:
-        return os.stat(self._full(relpath)).st_mtime_ns
+        return self._stat(relpath).st_mtime_ns
 
     def mode(self, relpath: str) -> int:
         """Its permission bits (never set-user-ID, set-group-ID, sticky: no installer sets them)."""
-        return os.stat(self._full(relpath)).st_mode & 0o777
+        return self._stat(relpath).st_mode & 0o777
+
+    def _stat(self, relpath: str) -> os.stat_result:
+        """``os.stat`` of a file read a moment ago; gone since (swapped?): one line, exit 1."""
+        try:
+            return os.stat(self._full(relpath))
+        except OSError as exc:
+            raise CompatkitError(f"cannot read {quoted(relpath)}: {exc.strerror}") from None
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         """Refuse a path that is not plain, or that passes a symlink or a non-directory."""

@@ -225,10 +225,12 @@ def _commit(dist: Dist, tree: Tree, changes: Sequence[Change]) -> None:
         with contextlib.suppress(OSError):
             tree.rmtree(tmp)
         raise _write_error(dist, exc) from None
+    done = 0  # the changes made: a rollback restores those (the rest were not touched)
     try:
         emptied: set[str] = set()
         for change in changes:
             _apply_change(tree, change, modes, emptied)
+            done += 1
         for reldir in sorted(emptied, key=lambda d: d.count("/"), reverse=True):
             _prune_empty_dirs(tree, reldir, dist)
         tree.sync()
@@ -238,9 +240,13 @@ def _commit(dist: Dist, tree: Tree, changes: Sequence[Change]) -> None:
 
         folder = dist.root / journal
         try:
-            _rollback(dist, tree, journal)
+            _rollback(dist, tree, journal, done)
         except (OSError, JournalError) as second:
             raise _stuck(dist, folder, second, f"{_where(dist, exc)}: {exc.strerror}") from None
+        failed = changes[done] if done < len(changes) else None
+        for path in () if failed is None else (failed.relpath, failed.move_to or ""):
+            with contextlib.suppress(OSError):  # folders it made before it failed
+                _prune_empty_dirs(tree, path.rpartition("/")[0], dist)
         raise _write_error(dist, exc) from None
 
 
@@ -266,11 +272,13 @@ def _stuck(
     )
 
 
-def _rollback(dist: Dist, tree: Tree, journal_dir: str) -> None:
-    """Check the journal and the disk, then restore every journaled file (or write nothing)."""
+def _rollback(dist: Dist, tree: Tree, journal_dir: str, done: int | None = None) -> None:
+    """Check the journal and the disk, then restore every journaled file (or write nothing);
+    ``done``: only the first ``done`` entries were made (a commit that failed knows which: a
+    folder swapped for a link under the next one does not stop the others' rollback)."""
     from compatkit.model import journal
 
-    entries = _load_journal(dist, dist.root / journal_dir)
+    entries = _load_journal(dist, dist.root / journal_dir)[:done]
     problems = disk_problems(dist, entries)
     if problems:
         raise journal.JournalError(problems[0], problems[1:])
