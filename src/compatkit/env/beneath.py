@@ -127,7 +127,12 @@ class Tree:
         return self.folder(parent, make), name
 
     def write(
-        self, relpath: str, data: bytes, mode: int, mtime_ns: int | None = None, sync: bool = False
+        self,
+        relpath: str,
+        data: bytes,
+        mode: int | None = None,  # None: the file's own, else the umask's default
+        mtime_ns: int | None = None,
+        sync: bool = False,
     ) -> None:
         """``relpath`` holds ``data`` (:func:`compatkit.atomic.write` in its folder's
         descriptor: temp file, ``fchmod``, ``futimens``, ``renameat``); folders made."""
