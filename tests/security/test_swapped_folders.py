@@ -230,7 +230,7 @@ def test_another_user_swapping_a_folder_during_apply_and_revert_never_redirects_
         finally:
             _pause(pid)
             restore()
-        assert snapshot(outside) == untouched, (args, err)
+        assert snapshot(outside) == untouched, (args, err, counts)
         lines = err.strip().splitlines()  # one line (and the problems it lists)
         assert code in (0, 1) and "Traceback" not in err, (args, code, err)
         assert all(line.startswith("  - ") for line in lines[1:]), err
