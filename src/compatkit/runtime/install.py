@@ -225,7 +225,7 @@ def _pyc(source: bytes, path: str, st: os.stat_result | None) -> bytes:
 def _write_pth(
     pth: Path, root: Path, hook: str, modules: list[str], names: list[str], tag: str | None
 ) -> None:
-    """compatkit's own start-up code (README, "Runtime mode"), the .pth last: the boot module
+    """compatkit's own start-up code (docs/howto/runtime.md), the .pth last: the boot module
     and its pyc (the target's, where compatkit writes its bytecode and site-packages has a
     real ``__pycache__`` folder: else Python compiles it, as any module), the ``.pth`` (one
     path line, one import line), the ``.start``."""
@@ -264,6 +264,7 @@ def _remove_startup(pth: Path, root: Path) -> list[str]:
             for name in os.listdir(tree.folder("__pycache__")):  # its bytecode only
                 if name.startswith(f"{startfiles.BOOT_MODULE}.") and name.endswith(".pyc"):
                     tree.unlink(f"__pycache__/{name}")
+            tree.rmdir("__pycache__")  # the folder install made, if now empty
         for path in paths:
             tree.unlink(path.name)
     return [str(path) for path in paths]
