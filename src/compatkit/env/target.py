@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from compatkit import bounded
+from compatkit.env import owners
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.answers import canonicalize_name
 from compatkit.model.paths import quoted, resolve_inside
@@ -139,11 +140,18 @@ class DiskFiles:
             return []
 
     def mtime_ns(self, relpath: str) -> int:
-        return os.stat(self._full(relpath)).st_mtime_ns
+        return self._stat(relpath).st_mtime_ns
 
     def mode(self, relpath: str) -> int:
         """Its permission bits (never set-user-ID, set-group-ID, sticky: no installer sets them)."""
-        return os.stat(self._full(relpath)).st_mode & 0o777
+        return self._stat(relpath).st_mode & 0o777
+
+    def _stat(self, relpath: str) -> os.stat_result:
+        """``os.stat`` of a file read a moment ago; gone since (swapped?): one line, exit 1."""
+        try:
+            return os.stat(self._full(relpath))
+        except OSError as exc:
+            raise CompatkitError(f"cannot read {quoted(relpath)}: {exc.strerror}") from None
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         """Refuse a path that is not plain, or that passes a symlink or a non-directory."""
@@ -267,6 +275,7 @@ class Environment(Value):
         from compatkit.load import cache
 
         exe = _interpreter(python)
+        owners.check_interpreter(exe)  # before it is run: another user's is refused
         entry = cache.entry("probe", _probe_key(exe))
         cached = cache.load(entry)
         env = None if cached is None else cls._from_probe(cached)
