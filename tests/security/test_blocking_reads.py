@@ -1,0 +1,78 @@
+"""Issue 46 items 2-4: the reads issue 34 left blocking or unbounded.
+
+- the entry-point scan of compatkit's own site-packages read a declaring distribution's
+  METADATA with importlib.metadata's plain ``read_text``: a FIFO hung ``list``, ``status``,
+  ``apply``...; a link to ``/dev/zero`` read until memory ran out;
+- the runtime hook opened its table, the patched sources and their pycs, and hashed an
+  installed file, with a plain blocking ``open``: a FIFO there hung every start of the
+  environment (``compatkit runtime uninstall --dir``, the way out, too);
+- ``runtime install`` / ``runtime verify`` start the target with ``site``, which reads every
+  ``.pth`` file of its site-packages: a FIFO one hung them for 600 s.
+
+Every child runs with a timeout (a hang fails the test, killed with its process group) and an
+address-space limit (a read without end fails fast).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from security.test_bounded_reads import child
+
+# The CLI with compatkit's own site-packages replaced by the folder in argv[1] (the entry-point
+# scan looks there only), under the same address-space limit as test_bounded_reads.LIMITED.
+OWN_SITE = (
+    "import resource, runpy, site, sys; "
+    "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    "where = sys.argv.pop(1); site.getsitepackages = lambda prefixes=None: [where]; "
+    "runpy.run_module('compatkit', run_name='__main__', alter_sys=True)"
+)
+
+
+def _declaring(site: Path, metadata: str) -> Path:
+    """A distribution in ``site`` whose entry_points.txt names the ``compatkit.patchsets``
+    group, with METADATA made a FIFO, a link to /dev/zero, or a regular file."""
+    info = site / "teamfix_patchsets-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "teamfix_patchsets").mkdir()
+    (info / "entry_points.txt").write_text("[compatkit.patchsets]\nteamfix = teamfix_patchsets\n")
+    path = info / "METADATA"
+    if metadata == "fifo":
+        os.mkfifo(path)
+    elif metadata == "zero":
+        path.symlink_to("/dev/zero")
+    else:
+        path.write_text("Metadata-Version: 2.1\nName: teamfix-patchsets\nVersion: 1.0\n")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_the_entry_point_scan_never_blocks_on_metadata(tmp_path: Path, kind: str) -> None:
+    metadata = _declaring(tmp_path / "site", kind)
+    env = {**os.environ, "COMPATKIT_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    for args in (["list"], ["status"]):
+        start = time.perf_counter()
+        cmd = [sys.executable, "-c", OWN_SITE, str(tmp_path / "site"), *args]
+        code, _, err = child(cmd, env)
+        assert code is not None, f"{args} hung"
+        text = err.decode()
+        assert code == 1, (args, text)
+        assert text.splitlines() == [
+            f"compatkit: error: {metadata}: not a regular file "
+            f"({'a FIFO' if kind == 'fifo' else 'a character device'}); not read"
+        ], text
+        assert time.perf_counter() - start < 30
+
+
+def test_the_entry_point_scan_still_lists_a_sound_package(tmp_path: Path) -> None:
+    """The baseline: the same distribution with a regular METADATA is read, and named."""
+    _declaring(tmp_path / "site", "file")
+    env = {**os.environ, "COMPATKIT_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    code, out, err = child([sys.executable, "-c", OWN_SITE, str(tmp_path / "site"), "list"], env)
+    assert code == 0, err
+    assert b"speculators-vllm016" in out
