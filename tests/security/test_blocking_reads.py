@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from security.test_bounded_reads import child
+from helpers.reliability import child
 
 # The CLI with compatkit's own site-packages replaced by the folder in argv[1] (the entry-point
 # scan looks there only), under the same address-space limit as test_bounded_reads.LIMITED.
