@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import Demo
 from helpers.reliability import child
 
 # The CLI with compatkit's own site-packages replaced by the folder in argv[1] (the entry-point
@@ -76,3 +77,68 @@ def test_the_entry_point_scan_still_lists_a_sound_package(tmp_path: Path) -> Non
     code, out, err = child([sys.executable, "-c", OWN_SITE, str(tmp_path / "site"), "list"], env)
     assert code == 0, err
     assert b"speculators-vllm016" in out
+
+
+# the runtime hook: its table, a patched source, its pyc, the installed file it hashes
+
+
+def _runtime_env(tmp: Path, root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    return {**env, "COMPATKIT_CACHE_DIR": str(tmp / "cache"), "PYTHONPATH": str(root)}
+
+
+PROBE = "import demo.greet; print(demo.greet.hello('x'))"
+
+
+@pytest.mark.parametrize("part", ["table", "source", "pyc", "installed"])
+def test_no_file_the_hook_reads_blocks_a_start(demo: Demo, tmp_path: Path, part: str) -> None:
+    """A FIFO in place of each file the hook reads: the start (or the import) fails closed
+    with its one line, at once; a pyc is only a cache (compiled again, served patched)."""
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    env = _runtime_env(tmp_path, root)
+    assert child([demo.venv.python, "-c", PROBE], env)[1] == b"hi x\n"
+    data = root / "_compatkit_runtime"
+    (key,) = (data / "src").iterdir()
+    path = {
+        "table": data / "table.marshal",
+        "source": key / "demo" / "greet.py",
+        "pyc": next((data / "pycache").rglob("*.pyc")),
+        "installed": demo.venv.site / "demo" / "greet.py",
+    }[part]
+    path.unlink()
+    os.mkfifo(path)
+    if part == "pyc":
+        path.chmod(0o644)  # as the folder's files are (mkfifo's mode is the umask's)
+    code, out, err = child([demo.venv.python, "-c", PROBE], env)
+    assert code is not None, "the start hung"
+    text = err.decode()
+    if part == "pyc":
+        assert (code, out) == (0, b"hi x\n"), text
+        return
+    assert code == 1 and b"hi x" not in out, text
+    first = text.splitlines()[0]
+    if part == "table":
+        assert text.splitlines() == [first], text
+        assert first.startswith("compatkit runtime: refusing to start: "), text
+        assert f"{path} is not a regular file" in first, text
+    else:
+        assert first.startswith("compatkit runtime: refusing to import demo.greet: "), text
+        assert str(path) in first, text
+
+
+def test_uninstall_removes_a_folder_whose_table_is_a_fifo(demo: Demo, tmp_path: Path) -> None:
+    """compatkit's own start in that environment goes on without the hook (one line), and the
+    way out the line names removes the folder, reading nothing of it."""
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    table = root / "_compatkit_runtime" / "table.marshal"
+    table.unlink()
+    os.mkfifo(table)
+    cmd = [sys.executable, "-m", "compatkit", "runtime", "uninstall", "--dir", str(root)]
+    code, _, err = child(cmd, _runtime_env(tmp_path, root))
+    assert code is not None, "runtime uninstall --dir hung"
+    lines = err.decode().splitlines()
+    assert code == 0, lines
+    assert len(lines) == 1 and "compatkit starts without the hook" in lines[0], lines
+    assert not (root / "_compatkit_runtime").exists()
