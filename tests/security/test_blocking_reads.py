@@ -142,3 +142,40 @@ def test_uninstall_removes_a_folder_whose_table_is_a_fifo(demo: Demo, tmp_path: 
     assert code == 0, lines
     assert len(lines) == 1 and "compatkit starts without the hook" in lines[0], lines
     assert not (root / "_compatkit_runtime").exists()
+
+
+# runtime install / verify: the target started with site, which reads every .pth
+
+LIMITED = (
+    "import resource, runpy; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+    "runpy.run_module('compatkit', run_name='__main__', alter_sys=True)"
+)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_runtime_install_and_verify_name_a_pth_that_would_block(
+    demo: Demo, tmp_path: Path, kind: str
+) -> None:
+    root = tmp_path / "rt"
+    assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
+    evil = demo.venv.site / "evil.pth"
+    if kind == "fifo":
+        os.mkfifo(evil)
+    else:
+        evil.symlink_to("/dev/zero")
+    what = "a FIFO" if kind == "fifo" else "a character device"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["COMPATKIT_CACHE_DIR"] = str(tmp_path / "cache")
+    base = [sys.executable, "-c", LIMITED, "--python", demo.venv.python]
+    base += ["--patchset-dir", str(demo.patchsets), "runtime"]
+    for args in (["verify", "--dir", str(root)], ["install", "demo-fix", "--dir", str(root / "b")]):
+        start = time.perf_counter()
+        code, _, err = child([*base, *args], env)
+        assert code is not None, f"runtime {args[0]} hung"
+        text = err.decode()
+        assert code == 1, text
+        assert "Traceback" not in text and "internal error" not in text, text
+        assert f"{evil}: not a regular file ({what}); every start of" in text, text
+        assert len(text.splitlines()) <= 2, text
+        assert time.perf_counter() - start < 30
+    assert not (root / "b").exists()  # refused before anything was written
