@@ -81,6 +81,10 @@ class DiskFiles:
     def __init__(self, root: Path | str) -> None:
         self._root = str(root)
 
+    @property
+    def root(self) -> str:
+        return self._root
+
     def _full(self, relpath: str) -> str:
         if relpath.startswith("/") or ".." in relpath.split("/"):
             raise CompatkitError(f"refused path {quoted(relpath)}: it leaves site-packages")
