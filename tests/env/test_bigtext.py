@@ -1,9 +1,9 @@
 """Issue 46 item 5: an installed file compatkit reads whole (to patch it, or to see whether a
 patch applies to it) is bounded by ``bounded.TEXT``, well below the 4 GiB bound of a file that
-is only hashed: a 2 GiB sparse module made ``status`` hold it about three times over and end
-in "internal error: MemoryError"; a 15 MiB module of short lines made ``status`` compile it,
-which took over 1 GiB. Peak memory is measured in a child process under a 1 GiB address-space
-cap (helpers.bigfiles)."""
+is only hashed: a 2 GiB sparse module made ``status`` hold it several times over and end in
+"internal error: MemoryError"; a module of short lines just under the bound made ``status``
+compile it, which ran out of memory too (docs/reliability.md, 3f). Peak memory is measured in
+a child process under a 1 GiB address-space cap (helpers.bigfiles)."""
 
 from __future__ import annotations
 

@@ -137,8 +137,9 @@ def _drifted_ids(dist: Dist, state: State) -> set[str]:
     return drifted
 
 
-# A source above this is not compiled to check it: the compiler holds about a hundred times
-# a source of short lines (a generated table); the text check still runs.
+# A source above this is not compiled to check it: the compiler holds many times the size of
+# a source of short lines (a generated table; docs/reliability.md, 3f); the text check still
+# runs.
 COMPILE_LIMIT = 1 << 20
 
 
