@@ -41,7 +41,9 @@ def _declaring(site: Path, metadata: str) -> Path:
     info = site / "teamfix_patchsets-1.0.dist-info"
     info.mkdir(parents=True)
     (site / "teamfix_patchsets").mkdir()
+    (site / "teamfix_patchsets" / "__init__.py").write_text("")
     (info / "entry_points.txt").write_text("[compatkit.patchsets]\nteamfix = teamfix_patchsets\n")
+    (info / "RECORD").write_text("teamfix_patchsets/__init__.py,,\n")
     path = info / "METADATA"
     if metadata == "fifo":
         os.mkfifo(path)
