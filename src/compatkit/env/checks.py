@@ -11,8 +11,8 @@ packaging's answers and the compile check's verdicts come through
 from __future__ import annotations
 
 from functools import partial
+from hashlib import sha256
 
-from compatkit.digest import sha256
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.state import FileState, State, states_of
 from compatkit.env.target import Dist, Environment
@@ -150,7 +150,7 @@ def _uncompilable(contents: dict[str, bytes | None], files: tuple[FileDiff, ...]
     for fd in files:
         data = contents.get(fd.path)
         if fd.path.endswith(".py") and data is not None and len(data) <= COMPILE_LIMIT:
-            question = sha256(data, small=True).hexdigest()
+            question = sha256(data).hexdigest()
             if not answers.remember("compiles", question, partial(_compiles, data)):
                 return fd.path
     return None

@@ -359,7 +359,7 @@ def _hash_batch(
         if indexes is not None and slots is not None and me is not None:
             slots[me] = indexes[n]
         try:
-            out.append(files.hash(path, True, read))
+            out.append(files.hash(path, read))
         except CompatkitError as exc:
             out.append(NOT_READ + exc.message)
         if task is not None:
