@@ -82,6 +82,10 @@ class DiskFiles:
     def __init__(self, root: Path | str) -> None:
         self._root = str(root)
 
+    @property
+    def root(self) -> str:
+        return self._root
+
     def _full(self, relpath: str) -> str:
         if relpath.startswith("/") or ".." in relpath.split("/"):
             raise CompatkitError(f"refused path {quoted(relpath)}: it leaves site-packages")
@@ -90,12 +94,13 @@ class DiskFiles:
     def read(self, relpath: str) -> bytes | None:
         """The bytes at ``relpath``, None if absent; never outside the root. Through
         :func:`compatkit.bounded.read`: a FIFO, a device or a file over its bound (a
-        ``.dist-info``'s own files such as RECORD: ``bounded.METADATA``; any other:
-        ``bounded.INSTALLED``) raises :class:`compatkit.bounded.Refused`, naming it."""
+        ``.dist-info``'s own files such as RECORD: ``bounded.METADATA``; any other, read
+        whole to be patched or compared: ``bounded.TEXT``) raises
+        :class:`compatkit.bounded.Refused`, naming it. Hashing has no bound (:meth:`hash`)."""
         full = self._full(relpath)
         folder = relpath.rpartition("/")[0]
         own = folder.endswith(".dist-info") and "/" not in folder  # RECORD, METADATA, ...
-        limit = bounded.METADATA if own else bounded.INSTALLED
+        limit = bounded.METADATA if own else bounded.TEXT
         try:
             return bounded.read(full, limit)
         except (FileNotFoundError, NotADirectoryError):

@@ -338,8 +338,11 @@ def _manifest_or_leftovers(folder: Folder) -> dict[str, Any]:
 def remove(root: Path, site: Path | None = None) -> list[str]:
     """Delete the runtime directory's files (and its ``.pth``/``.start``: the manifest's, or
     the one in ``site`` that names ``root``); what was removed. compatkit's block leaves
-    ``sitecustomize.py``, every other line stays."""
-    with Folder.open(root, whole=False) as folder:
+    ``sitecustomize.py``, every other line stays. The folder may be writable by others (a
+    ``chmod g+w`` makes every start refuse it) or hold a special file: this only removes from
+    it, through its descriptors (:class:`Folder` ``removing``), and writes back its
+    ``sitecustomize.py`` as it stands, less compatkit's block."""
+    with Folder.open(root, whole=False, removing=True) as folder:
         manifest = _manifest_or_leftovers(folder)
         text = _site_text(folder)
         rest = None if text is None else startfiles.without_block(text, str(root / SITE))
