@@ -23,7 +23,7 @@ from compatkit.load.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.load.registry import Registry
 from compatkit.load.validate import validate
 from compatkit.model import startup_code
-from compatkit.model.patchset import REQUIRED_FIELDS, Patch, resolve_smoke
+from compatkit.model.patchset import REQUIRED_FIELDS, UNIDIFF_ZERO, Patch, resolve_smoke
 from compatkit.model.paths import check_relpath
 
 
@@ -84,6 +84,9 @@ class Lint:
             for f, value in p.fields.items():
                 if value.strip().startswith(TODO):
                     self.problem(f"{label}: field {f.title()} is still a TODO placeholder")
+            zero = p.fields.get("unidiff-zero")
+            if zero is not None and zero.strip().lower() not in UNIDIFF_ZERO:
+                self.problem(f"{label}: field Unidiff-Zero is {zero.strip()!r}, not yes or no")
             for fd in p.files:
                 try:
                     check_relpath(fd.path)
@@ -136,7 +139,7 @@ class Lint:
         version = self._version(wheels)
         if version is None:
             return
-        paths = sorted({fd.path for p in self.patches for fd in p.files})
+        paths = sorted({path for p in self.patches for fd in p.files for path in fd.paths})
         try:
             got = pristine(wheels, self.distribution, str(version), paths)
         except CompatkitError as exc:
