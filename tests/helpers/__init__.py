@@ -88,7 +88,7 @@ diff --git a/demo/greet.py b/demo/greet.py
  def hello(name):
 -    return 'hello ' + name
 +    return 'hi ' + name
- 
+
 """
 
 PATCH_UTIL = """\

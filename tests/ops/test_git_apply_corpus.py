@@ -130,14 +130,9 @@ def _rename(old: str, new: str, data: bytes | None = None) -> Callable[[Path], N
     return change
 
 
-def _copy(old: str, new: str, data: bytes) -> Callable[[Path], None]:
-    return lambda root: (root / new).write_bytes(data)
-
-
-def _both(*changes: Callable[[Path], None]) -> Callable[[Path], None]:
+def _copy(new: str, data: bytes) -> Callable[[Path], None]:
     def change(root: Path) -> None:
-        for c in changes:
-            c(root)
+        (root / new).write_bytes(data)
 
     return change
 
@@ -193,9 +188,7 @@ def _cases(tmp: Path) -> dict[str, Callable[[], tuple[str, tuple[str, ...], str]
         ),
         "pure rename": lambda: (git_diff(tmp, BASE, _rename("old.py", "moved.py"), "-M"), (), ""),
         "copy -C": lambda: (
-            git_diff(
-                tmp, BASE, _copy("old.py", "copy.py", BASE["old.py"] + b"c = 1\n"), "-C", "-C"
-            ),
+            git_diff(tmp, BASE, _copy("copy.py", BASE["old.py"] + b"c = 1\n"), "-C", "-C"),
             (),
             "",
         ),

@@ -232,7 +232,7 @@ def apply_series(
         for fd in reversed(diffs) if reverse else diffs:  # a file's sections: in order
             fd = fd.reversed() if reverse else fd
             try:
-                written = _apply_section(result.contents, fd)
+                written = apply_section(result.contents, fd)
             except HunkMismatch as exc:
                 if not reverse and _section_applies(result.contents, fd.reversed()):
                     why = f"{exc.reason}; it looks already applied (its reverse applies)"
@@ -249,7 +249,7 @@ def apply_series(
     return result
 
 
-def _apply_section(
+def apply_section(
     contents: Mapping[str, bytes | None], fd: FileDiff
 ) -> dict[str, tuple[bytes | None, tuple[int, ...]]]:
     """What one file section writes: each path's new bytes (None: deleted) and offsets."""
@@ -292,7 +292,7 @@ def _note_mode(result: SeriesResult, fd: FileDiff) -> None:
 def _section_applies(contents: Mapping[str, bytes | None], fd: FileDiff) -> bool:
     """Whether ``fd`` applies to ``contents`` (files whose new side is already there)."""
     try:
-        _apply_section(contents, fd)
+        apply_section(contents, fd)
     except HunkMismatch:
         return False
     return True

@@ -464,9 +464,9 @@ class _Reader:
                 f"{where}: source and target paths differ ({shown(source)} vs {shown(target)})"
                 + _first_folder_hint(source, target)
             )
-        if not hunks and kind in ("modify", "create", "delete") and not ext.metadata:
-            if kind == "modify" or header.old is not None:
-                raise PatchFormatError(f"{where}: file header without any hunk")
+        bare = kind == "modify" or (kind in ("create", "delete") and header.old is not None)
+        if bare and not hunks and not ext.metadata:
+            raise PatchFormatError(f"{where}: file header without any hunk")
         if kind == "create":
             for h in hunks:
                 h.exact = True  # a new file is written exactly as the patch has it
@@ -601,7 +601,9 @@ def _refuse_unsupported(header: _Header, where: str) -> None:
         raise PatchFormatError(f"{where}: binary patches are not supported")
     for line in header.extended:  # "index 1234567..89abcde 120000": a symlink's change
         if line.startswith("index ") and line.endswith((" 120000", " 160000")):
-            kind = "symlinks (mode 120000)" if line.endswith("120000") else "submodules (mode 160000)"
+            kind = (
+                "symlinks (mode 120000)" if line.endswith("120000") else "submodules (mode 160000)"
+            )
             raise PatchFormatError(f"{where}: {kind} are not supported")
 
 
