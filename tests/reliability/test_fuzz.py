@@ -123,7 +123,7 @@ def test_fuzz_engine_round_trip(
     text = _unified(a, b, a_eol, b_eol, context)
     if not text:
         return
-    (fd,) = parse_diff(text, "rt.patch")
+    (fd,) = parse_diff(text, "rt.patch", unidiff_zero=context == 0)  # -U0: as Unidiff-Zero
 
     def raw(lines: list[str], final: bool) -> bytes:
         body = eol.join(lines) + (eol if lines and final else "")

@@ -559,7 +559,9 @@ def _git_sides(header: _Header, ext: _Extended, label: str) -> tuple[str, str]:
     for side, want, got in (("old", old, header.old), ("new", new, header.new)):
         line = header.names_line + (side == "new")
         if want == DEV_NULL and got != DEV_NULL:
-            raise PatchFormatError(f"{at} {line}: bad git-diff - expected /dev/null, got {got}")
+            raise PatchFormatError(
+                f"{at} {line}: bad git-diff - expected /dev/null, got {shown(got)}"
+            )
         if want is not None and got != DEV_NULL and _p1(want) != _p1(got):
             raise PatchFormatError(f"{at} {line}: bad git-diff - inconsistent {side} filename")
     if ext.moved:

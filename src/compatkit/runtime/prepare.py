@@ -106,6 +106,11 @@ def _check_paths(ps: Patchset) -> None:
     """Runtime mode serves Python modules only; start-up code and data files are refused."""
     for patch in ps.patches:
         for fd in patch.files:
+            if fd.source is not None:
+                raise CompatkitError(
+                    f"{ps.name}: {patch.id} {fd.kind}s {fd.source} to {fd.path}, which an "
+                    "import hook cannot do; use compatkit apply"
+                )
             if startup_code.is_startup_path(fd.path):
                 raise CompatkitError(
                     f"{ps.name}: {patch.id} touches start-up code ({fd.path}), "
