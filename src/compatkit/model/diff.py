@@ -7,9 +7,12 @@ to end without one); ``---`` is followed by ``+++``, both with a path; no hunk s
 file; and, stricter than git, a hunk followed by more hunk lines than it counts is refused
 instead of cut short (what may follow a complete hunk is listed in ``_Reader._ends_hunk``: git
 apply skips it all). Each line keeps the patch's own line ending. What each file diff does is
-decided from ``/dev/null``, git's ``new file mode`` and ``diff -N``'s epoch dates; binary
-patches, renames, mode changes and symlinks are refused. Every refusal is one line; one of the
-text itself reads ``LABEL: corrupt patch at line N: WHAT``, N counted in the patch file.
+decided from ``/dev/null``, git's ``new file mode`` and ``diff -N``'s epoch dates (in any zone
+notation); git's renames, copies and modes (100644, 100755) are read, binary patches, symlinks
+and submodules refused. git's checks hold: ``---``/``+++`` names against the ``diff --git``
+line, context-only hunks, ``-U0`` hunks unless the patch opts in (docs/git-apply.md). Every
+refusal is one line; one of the text itself reads ``LABEL: corrupt patch at line N: WHAT``,
+N counted in the patch file.
 
 >>> diff = "--- a/pkg/m.py\\n+++ b/pkg/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\r\\n"
 >>> [(f.path, f.kind, f.hunks[0].lines, f.hunks[0].eols) for f in parse_diff(diff, "p")]
