@@ -285,6 +285,8 @@ def _note_mode(result: SeriesResult, fd: FileDiff) -> None:
         result.origins[fd.path] = origin
     if fd.new_mode is not None:
         result.modes[fd.path] = fd.new_mode
+    elif fd.kind == "create":  # git's new file is 0644 whatever the one it replaces was
+        result.modes[fd.path] = 0o644
     elif fd.kind == "delete":
         result.modes.pop(fd.path, None)
 
