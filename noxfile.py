@@ -5,6 +5,8 @@
 - tests_versions: the fast subset on each other supported Python (3.10, 3.12, 3.13), side by side
 - lint: ruff, ruff format --check, mypy --strict, lint-imports (the layers),
   ``compatkit lint`` on every patchset
+- docs: the site (docs/) built with warnings as errors into build/docs/html, then opened in
+  Chromium (tests/project/test_site.py)
 - reliability: the crash, journal, fuzz, concurrency and security tests with a fixed budget
   (``COMPATKIT_FULL=1``: the full run)
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
@@ -63,11 +65,11 @@ def tests(session: nox.Session) -> None:
 
     Real wheels in real temp venvs, a local Ray cluster (``slow``), packages from PyPI
     (``real``); arguments go to pytest. tests/runtime/test_runtime_real.py runs in ``runtime``."""
-    session.install("-e", ".[test,ray]")
+    session.install("-e", ".[test,ray]", "coverage>=7.10")
     # with no arguments: every test but the reliability suite, which `reliability` runs (CI
     # runs both, so nothing runs twice); with arguments, exactly what they select
     skip = [f"--deselect={t}" if "::" in t else f"--ignore={t}" for t in RELIABILITY]
-    session.run("pytest", *(session.posargs or skip))
+    _covered(session, "tests", "pytest", *(session.posargs or skip))
 
 
 # Every Python compatkit supports besides PYTHON, which runs everything in `tests`: the fast
@@ -192,20 +194,42 @@ def reliability(session: nox.Session) -> None:
     crash point, 10,000 fuzz inputs per target, 1,000 generated round trips, fresh inputs."""
     import os
 
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test]", "coverage>=7.10")
     (ROOT / "build").mkdir(exist_ok=True)
     report = ROOT / "build" / "reliability.jsonl"
     report.unlink(missing_ok=True)
     full = os.environ.get("COMPATKIT_FULL", "") not in ("", "0")
     session.log(f"reliability: {'full' if full else 'fixed'} budget")
-    session.run(
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        *RELIABILITY,
-        *session.posargs,
-        env={"COMPATKIT_FULL": "1" if full else "0", "COMPATKIT_REPORT": str(report)},
-    )
+    env = {"COMPATKIT_FULL": "1" if full else "0", "COMPATKIT_REPORT": str(report)}
+    _covered(session, "reliability", "pytest", "-p", "no:cacheprovider", *RELIABILITY,
+             *session.posargs, env=env)  # fmt: skip
+    if (COVERAGE / "tests").is_dir() and not session.posargs:
+        # after `tests` (as CI runs them): src's branch coverage over both, failing below
+        # pyproject.toml's fail_under
+        folders = [str(COVERAGE / "tests"), str(COVERAGE / "reliability")]
+        data = {"COVERAGE_FILE": str(COVERAGE / ".coverage")}
+        session.run("coverage", "combine", "--keep", *folders, env=data)
+        session.run("coverage", "report", env=data)
+
+
+COVERAGE = ROOT / "build" / "coverage"  # each session's data, then both combined
+
+
+def _covered(
+    session: nox.Session, name: str, *args: str, env: dict[str, str] | None = None
+) -> None:
+    """``args`` (pytest) under coverage (pyproject.toml's [tool.coverage]: branches, the CLI's
+    subprocesses too), its data in build/coverage/NAME (emptied first)."""
+    import shutil
+
+    folder = COVERAGE / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    env = {**(env or {}), "COVERAGE_FILE": str(folder / ".coverage")}
+    session.run("coverage", "run", "-m", *args, env=env)
+
+
+LINTED = ("src", "tests", "noxfile.py", "bench", "docs/ext", "docs/conf.py")
 
 
 @nox.session(python=PYTHON)
@@ -215,11 +239,59 @@ def lint(session: nox.Session) -> None:
     lint-imports checks pyproject.toml's layer contract (docs/architecture.md); ``compatkit
     lint`` checks each bundled patchset against its pristine target wheel."""
     session.install("-e", ".[test,ray]", "ruff", "mypy", "nox")
-    session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
-    session.run("ruff", "format", "--check", "src", "tests", "noxfile.py", "bench")
+    session.run("ruff", "check", *LINTED)
+    session.run("ruff", "format", "--check", *LINTED)
     session.run("mypy")
     session.run("lint-imports", "--no-cache")  # [tool.importlinter]: imports go down the layers
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
+
+
+DOCS_HTML = ROOT / "build" / "docs" / "html"
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The site: Sphinx (furo, myst-parser) over docs/, warnings as errors (``-W``, ``-n``: a
+    link to a missing page or heading fails), into build/docs/html; the command reference and the
+    patchset pages are generated at build time (docs/ext). Then tests/project/test_site.py opens
+    it in Chromium (Debian's chromium and chromium-driver, installed with apt-get when missing
+    and this is root). ``nox -s docs -- --no-browser`` only builds."""
+    session.install("-e", ".[docs]")
+    session.run(
+        "sphinx-build", "-W", "-n", "--keep-going", "-q", "-b", "html", "docs", str(DOCS_HTML)
+    )
+    session.log(f"the site: {DOCS_HTML / 'index.html'}")
+    if "--no-browser" in session.posargs:
+        return
+    _chromium(session)
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "tests/project/test_site.py",
+        *[a for a in session.posargs if a != "--no-browser"],
+        env={"COMPATKIT_DOCS_HTML": str(DOCS_HTML)},
+    )
+
+
+def _chromium(session: nox.Session) -> None:
+    """Debian's chromium and chromedriver, installed when missing (as root, with apt-get)."""
+    import os
+    import shutil
+
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        session.error(
+            "the browser test needs chromium and chromedriver: install Debian's chromium and "
+            "chromium-driver (or run nox -s docs -- --no-browser)"
+        )
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", external=True, env=env)
+    session.run(
+        "apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium",
+        "chromium-driver", external=True, env=env,
+    )  # fmt: skip
 
 
 def _stack_name(stack: list[str], python: str = PYTHON) -> str:
@@ -436,7 +508,7 @@ def matrix(session: nox.Session, cell: str) -> None:
         cell,
         "--matrix",
         str(MATRIX),
-        "-o",
+        "--results",
         str(ROOT / "build" / "matrix"),
         external=True,
     )

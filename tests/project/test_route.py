@@ -31,8 +31,11 @@ def _revert_traced(demo: Demo) -> tuple[object, list[str], Route]:
 
 def _down_once_and_back(route: Route, top: str, modules: int) -> None:
     """The route of issue 27: the lock (Session.open) before the plan before the journal, the
-    write only after the last planning call, at most 4 climbs and ``modules`` modules, and
-    the report built on top (``top``)."""
+    write only after the last planning call, at most 4 climbs (no back-and-forth between the
+    layers), and the report built on top (``top``). ``modules``: a ceiling on the concerns
+    entered, a module split off another for one concern counting with it
+    (route.ONE_CONCERN): it keeps a command from wandering through unrelated modules, never
+    from splitting one along its concerns."""
     shown = route.shown()
     entries = route.entries
     assert len(route.climbs) <= 4, shown

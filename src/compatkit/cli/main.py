@@ -41,8 +41,10 @@ def _run(args: Namespace, out: Output, loaded: Callable[[], None] | None) -> int
 
     from compatkit.cli import table
     from compatkit.cli.context import Context
-    from compatkit.load.cache import remember_answers
+    from compatkit.cli.output import warning
+    from compatkit.load.cache import remember_answers, tell
 
+    tell(warning)  # the cache is ignored: one line on stderr
     remember_answers(args.command in READ_ONLY)  # commands that write ask packaging itself
     command = import_module(table.module(args.command))
     if loaded is not None:

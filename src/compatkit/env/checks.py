@@ -11,8 +11,8 @@ packaging's answers and the compile check's verdicts come through
 from __future__ import annotations
 
 from functools import partial
+from hashlib import sha256
 
-from compatkit.digest import sha256
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.state import FileState, State, states_of
 from compatkit.env.target import Dist, Environment
@@ -40,7 +40,7 @@ def _version_problem(facts: Facts, text: str, found: str | None) -> str | None:
 def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
     """Why the installed target does not fit ``ps`` (None: it fits)."""
     if dist is None:
-        return f"needs {ps.distribution}{ps.specifier_text}, which is not installed"
+        return f"needs {ps.target}, which is not installed"
     if not ps.accepts(dist.version):
         return f"needs {ps.target}, found {ps.distribution} {dist.version}"
     return None
@@ -143,7 +143,7 @@ def _uncompilable(contents: dict[str, bytes | None], files: tuple[FileDiff, ...]
     for fd in files:
         data = contents.get(fd.path)
         if fd.path.endswith(".py") and data is not None:
-            question = sha256(data, small=True).hexdigest()
+            question = sha256(data).hexdigest()
             if not answers.remember("compiles", question, partial(_compiles, data)):
                 return fd.path
     return None

@@ -127,7 +127,6 @@ def _acquire(fd: int, kind: int, dist: Dist) -> None:
         return
     except BlockingIOError:
         pass
-    import sys
     import time
 
     try:
@@ -137,11 +136,9 @@ def _acquire(fd: int, kind: int, dist: Dist) -> None:
     if not 0 <= timeout < float("inf"):  # nan, inf and -5 would wait for ever
         timeout = 600.0
     holder = _holder(fd)
-    print(
-        f"compatkit: waiting for another compatkit run{holder} that holds the lock on "
-        f"{dist.root} (at most {timeout:g} s; COMPATKIT_LOCK_TIMEOUT)",
-        file=sys.stderr,
-        flush=True,
+    dist.notice(
+        f"waiting for another compatkit run{holder} that holds the lock on "
+        f"{dist.root} (at most {timeout:g} s; COMPATKIT_LOCK_TIMEOUT)"
     )
     deadline = time.monotonic() + timeout
     while True:

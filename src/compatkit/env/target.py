@@ -103,19 +103,14 @@ class DiskFiles:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise CompatkitError(f"cannot read {quoted(relpath)}: {reason}") from None
 
-    def hash(
-        self, relpath: str, threads: bool = False, advance: Callable[[int], None] | None = None
-    ) -> str | None:
+    def hash(self, relpath: str, advance: Callable[[int], None] | None = None) -> str | None:
         """The RECORD form (``sha256=…``) of the hash of the file at ``relpath``, None if
         absent: streamed (:func:`compatkit.bounded.sha256`), so memory does not grow with its
         size, and with no size bound. A FIFO or a device raises
-        :class:`compatkit.bounded.Refused`, naming it. ``threads``: see
-        :func:`compatkit.model.records.hash_bytes`; ``advance``: told each piece's size
+        :class:`compatkit.bounded.Refused`, naming it. ``advance``: told each piece's size
         (:func:`compatkit.bounded.sha256_open`)."""
         try:
-            return record_hash(
-                bounded.sha256(self._full(relpath), threads=threads, advance=advance)
-            )
+            return record_hash(bounded.sha256(self._full(relpath), advance=advance))
         except (FileNotFoundError, NotADirectoryError):
             return None
         except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
@@ -158,7 +153,7 @@ class DiskFiles:
 class Dist(Value):
     """One installed distribution: its metadata directory and the root its RECORD is under."""
 
-    __slots__ = ("name", "version", "dist_info", "root", "_files")
+    __slots__ = ("name", "version", "dist_info", "root", "_files", "_notice")
 
     def __init__(self, name: str, version: str, dist_info: Path, root: Path) -> None:
         self.name = name
@@ -166,6 +161,14 @@ class Dist(Value):
         self.dist_info = dist_info
         self.root = root
         self._files: DiskFiles | None = None
+        self._notice: Callable[[str], None] | None = None
+
+    def notice(self, line: str) -> None:
+        """Tell the user ``line`` while the work goes on (waiting for a lock), through what
+        the caller of :meth:`Environment.find` asked for (:meth:`Environment.tell`); else
+        nothing: no layer below the command line prints."""
+        if self._notice is not None:
+            self._notice(line)
 
     @property
     def files(self) -> DiskFiles:
@@ -206,14 +209,14 @@ class Dist(Value):
         """The bytes at ``relpath`` below the root, None if absent; never outside the root."""
         return self.files.read(relpath)
 
-    def hash(self, relpath: str, threads: bool = False) -> str | None:
+    def hash(self, relpath: str) -> str | None:
         """The RECORD-form hash of the file at ``relpath``, None if absent: streamed, with
         no size bound (:meth:`DiskFiles.hash`)."""
-        return self.files.hash(relpath, threads)
+        return self.files.hash(relpath)
 
 
 class Environment(Value):
-    __slots__ = ("executable", "paths", "cache_tag", "_markers")
+    __slots__ = ("executable", "paths", "cache_tag", "_markers", "_notice")
 
     def __init__(
         self,
@@ -226,6 +229,11 @@ class Environment(Value):
         self.paths = paths
         self.cache_tag = cache_tag
         self._markers = markers
+        self._notice: Callable[[str], None] | None = None
+
+    def tell(self, notice: Callable[[str], None]) -> None:
+        """Where the distributions found here tell of work under way (:meth:`Dist.notice`)."""
+        self._notice = notice
 
     @property
     def markers(self) -> dict[str, str]:
@@ -291,7 +299,10 @@ class Environment(Value):
         """The installed distribution called ``name`` (first on the path wins), or None."""
         wanted = canonicalize_name(name)
         settled, dist = self._scan(wanted)
-        return dist if settled else self._find_general(wanted)
+        dist = dist if settled else self._find_general(wanted)
+        if dist is not None:
+            dist._notice = self._notice
+        return dist
 
     def _scan(self, wanted: str) -> tuple[bool, Dist | None]:
         """The common cases without importing importlib.metadata (start-up time, P1).

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from compatkit import bounded
@@ -25,6 +24,11 @@ from compatkit.errors import PatchFormatError, UsageError
 from compatkit.load import cache
 from compatkit.load.trust import check_folder, shown, why_untrusted
 from compatkit.value import Value
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 POLICIES = ("strict", "warn")
 MAX_BYTES = 16 << 20  # a pyproject.toml larger than this is not a project file
@@ -91,11 +95,13 @@ def _check_entry(path: Path, entry: str) -> None:
         )
 
 
-def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | None:
+def find_config(
+    start: Path, explicit: Path | None = None, warn: Callable[[str], None] | None = None
+) -> ProjectConfig | None:
     """The nearest trusted pyproject.toml with a [tool.compatkit] table, walking up from
     ``start``. The walk stops at a folder or a pyproject.toml another user may change (see
-    compatkit.load.trust), with one warning line if a pyproject.toml naming compatkit lies there
-    or above: it is not obeyed."""
+    compatkit.load.trust), with one warning line to ``warn`` if a pyproject.toml naming
+    compatkit lies there or above: it is not obeyed."""
     if explicit is not None:
         if not _is_file(explicit):
             raise UsageError(f"--config {shown(explicit)}: no such file")
@@ -111,7 +117,8 @@ def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | No
             raw, file_why = _read(path)
             why = None if file_why is None else f"{shown(path)} is {file_why}"
         if why is not None:
-            _warn_boundary(folder, why)
+            if warn is not None:
+                _warn_boundary(folder, why, warn)
             return None  # nothing at or above a boundary is obeyed
         if b"compatkit" not in raw:
             continue  # cheap pre-check: most pyproject.toml files have no such table
@@ -158,7 +165,7 @@ def _read(path: Path) -> tuple[bytes, str | None]:
         os.close(fd)
 
 
-def _warn_boundary(folder: Path, why: str) -> None:
+def _warn_boundary(folder: Path, why: str, warn: Callable[[str], None]) -> None:
     """One line if a pyproject.toml that names compatkit lies at or above ``folder``."""
     for above in (folder, *folder.parents):
         path = above / "pyproject.toml"
@@ -169,7 +176,7 @@ def _warn_boundary(folder: Path, why: str) -> None:
         except PatchFormatError:
             raw = b"compatkit"  # unreadable: still say it was passed over
         if b"compatkit" in raw or not raw:
-            print(f"compatkit: warning: ignoring {shown(path)}: {why}", file=sys.stderr)
+            warn(f"ignoring {shown(path)}: {why}")
             return
 
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from hashlib import sha256 as _sha256
 
-from compatkit.digest import sha256 as _sha256
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import check_relpath
 from compatkit.value import Value

@@ -296,7 +296,7 @@ def _hash_batch(jobs: list[tuple[DiskFiles, str]], task: Task | None = None) -> 
     read = None if task is None else partial(task.advance, 0)
     for files, path in jobs:
         try:
-            out.append(files.hash(path, True, read))
+            out.append(files.hash(path, read))
         except CompatkitError as exc:
             out.append(NOT_READ + exc.message)
         if task is not None:
