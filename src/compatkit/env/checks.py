@@ -166,7 +166,7 @@ def _compiles(source: bytes) -> bool:
 
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     """Try every patch on the current files: applies, already present, or conflicts."""
-    paths = {fd.path for p in ps.patches for fd in p.files}
+    paths = {path for p in ps.patches for fd in p.files for path in fd.paths}
     contents = {path: dist.read(path) for path in paths}
     out = []
     for patch in ps.patches:
