@@ -43,6 +43,10 @@ MIB = 1 << 20
 METADATA = 64 * MIB  # RECORD, METADATA, a state file: far above any real one (a few MiB)
 SMALL = MIB  # pyvenv.cfg, a .pth's head, INSTALLER: a few lines each
 INSTALLED = 4 << 30  # a file RECORD lists: wheels' own bound is 2 GiB an entry
+# An installed file read whole, to patch it or compare it with what a patch makes of it: the
+# engine holds it several times over (bytes, text, lines), so a file over this is refused with
+# one line (hashes are streamed, with no bound). Far above any source file of a real stack.
+TEXT = 16 * MIB
 CHUNK = MIB
 HASH_CHUNK = MIB  # one read per hash update: large enough that the syscalls cost little
 

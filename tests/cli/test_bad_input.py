@@ -104,10 +104,11 @@ Smoke-Test: smoke/test_patch_1.py
 ---
 --- a/demo/greet.py
 +++ b/demo/greet.py
-@@ -1,2 +1,2 @@
+@@ -1,3 +1,3 @@
  def hello(name):
 -    return 'hi ' + name
 +    return 'hey ' + name
+
 """
 
 

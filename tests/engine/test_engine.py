@@ -59,7 +59,7 @@ def test_non_utf8_bytes_survive() -> None:
 
 
 def test_reverse_series_restores_original() -> None:
-    second = "--- a/m.py\n+++ b/m.py\n@@ -3 +3 @@\n-B\n+BB\n"
+    second = "--- a/m.py\n+++ b/m.py\n@@ -2,3 +2,3 @@\n a\n-B\n+BB\n c\n"
     original = {"m.py": b"0\na\nb\nc\n"}
     forward = apply_series(original, [("p1", [fd(CHANGE_B)]), ("p2", [fd(second)])])
     assert forward.contents["m.py"] == b"0\na\nBB\nc\n"
@@ -109,7 +109,9 @@ def test_the_hunk_search_is_linear_in_the_file(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(HunkMismatch):
         apply_file(body, nowhere)
     assert len(calls) < 5, len(calls)
-    everywhere = fd("--- a/m.py\n+++ b/m.py\n@@ -20000,2 +20000,2 @@\n x = 1\n-x = 1\n+x = 2\n")
+    everywhere = fd(
+        "--- a/m.py\n+++ b/m.py\n@@ -20000,3 +20000,3 @@\n x = 1\n-x = 1\n+x = 2\n x = 1\n"
+    )
     result = apply_file(b"y = 0\n" + body, everywhere)
     lines = result.data.split(b"\n") if result.data else []
     assert lines.index(b"x = 2") == 20_000 and result.offsets == (0,)

@@ -84,10 +84,11 @@ Smoke-Test: smoke/test_patch_1.py
 diff --git a/demo/greet.py b/demo/greet.py
 --- a/demo/greet.py
 +++ b/demo/greet.py
-@@ -1,2 +1,2 @@
+@@ -1,3 +1,3 @@
  def hello(name):
 -    return 'hello ' + name
 +    return 'hi ' + name
+
 """
 
 PATCH_UTIL = """\

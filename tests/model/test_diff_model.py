@@ -101,8 +101,15 @@ def test_crlf_patch_text_is_normalised() -> None:
             "diff --git a/x b/x\nBinary files a/x and b/x differ\n",
             "binary patches are not supported",
         ),
-        ("diff --git a/x b/x\nold mode 100644\nnew mode 100755\n", "mode changes"),
-        ("diff --git a/x b/y\nsimilarity index 100%\nrename from x\nrename to y\n", "renames"),
+        ("diff --git a/x b/x\nold mode 100644\nnew mode 120000\n", "symlinks"),
+        ("diff --git a/x b/x\nnew file mode 160000\nindex 0..1\n", "submodules"),
+        ("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n x\n", "only context lines"),
+        ("--- a/m.py\n+++ b/m.py\n@@ -5,0 +6 @@\n+x\n", "hunk #1 (line 5) has no context"),
+        (
+            "diff --git a/f b/f\nnew file mode 100644\n--- /dev/null\n+++ b/f-blah\n"
+            "@@ -0,0 +1 @@\n+x\n",
+            "inconsistent new filename",
+        ),
         ("--- a/m.py\n+++ b/m.py\n", "file header without any hunk"),
     ],
 )

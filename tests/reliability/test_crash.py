@@ -153,3 +153,62 @@ def _touched(target: CrashTarget) -> list[str]:
 
     ps = load_patchset(target.patchsets / target.name)
     return [fd.path for p in ps.patches for fd in p.files]
+
+
+GIT_SHAPES = """\
+Patch-Id: patch-1
+Title: git's shapes
+Symptom: s
+Cause: c
+Fix: f
+Smoke-Test: smoke/test_patch_1.py
+---
+diff --git a/demo/util.py b/demo/util2.py
+similarity index 90%
+rename from demo/util.py
+rename to demo/util2.py
+--- a/demo/util.py
++++ b/demo/util2.py
+@@ -20,3 +20,3 @@
+ line19 = 19
+-line20 = 20
++line20 = 200
+ line21 = 21
+diff --git a/demo/greet.py b/demo/greet.py
+old mode 100644
+new mode 100755
+diff --git a/demo/tool.py b/demo/tool.py
+new file mode 100755
+--- /dev/null
++++ b/demo/tool.py
+@@ -0,0 +1 @@
++print('tool')
+"""
+
+
+def _modes(site: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(site)): p.stat().st_mode & 0o777
+        for p in sorted((site / "demo").rglob("*.py"))
+    }
+
+
+@pytest.mark.slow
+def test_sigkill_at_every_step_of_a_rename_and_mode_changes(demo: Demo, pycache: Path) -> None:
+    """A rename (RECORD: the old row gone, the new one with its hash), a mode change and a new
+    100755 file: each kill leaves the tree pristine or applied, and the modes come back."""
+    write_patchset(demo.patchsets, "git-shapes", {"0001.patch": GIT_SHAPES})
+    modes = _modes(demo.venv.site)
+    target = CrashTarget(
+        demo.venv, demo.patchsets, "git-shapes", "demo", pycache_under=("demo/",),
+        pycache_prefix=pycache,
+    )  # fmt: skip
+    figures = crash_both_ways(target, every)
+    assert _modes(demo.venv.site) == modes
+    target.child("apply", None)
+    applied = _modes(demo.venv.site)
+    assert applied["demo/greet.py"] == 0o755 and applied["demo/tool.py"] == 0o755
+    assert "demo/util.py" not in applied and "demo/util2.py" in applied
+    record = next(demo.venv.site.glob("demo-1.0.dist-info/RECORD")).read_text()
+    assert "demo/util.py," not in record and "demo/util2.py,sha256=" in record
+    report("crash/git-shapes", **figures)

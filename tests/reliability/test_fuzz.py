@@ -57,7 +57,7 @@ def check_parse(data: bytes) -> None:
         _one_line(exc.message)
         return
     for fd in patch.files:
-        assert fd.kind in ("modify", "create", "delete")
+        assert fd.kind in ("modify", "create", "delete", "rename", "copy")
         for h in fd.hunks:
             assert all(kind in " +-" and "\n" not in text for kind, text in h.lines)
 
@@ -68,7 +68,7 @@ def check_engine(data: bytes) -> None:
         patch = parse_patch(Path("fuzz.patch"), data)
     except CompatkitError:
         return
-    files = {fd.path: DEMO_FILES.get(fd.path) for fd in patch.files}
+    files = {path: DEMO_FILES.get(path) for fd in patch.files for path in fd.paths}
     try:
         result = apply_series(files, [(patch.id, patch.files)])
     except SeriesConflict as exc:
@@ -123,7 +123,7 @@ def test_fuzz_engine_round_trip(
     text = _unified(a, b, a_eol, b_eol, context)
     if not text:
         return
-    (fd,) = parse_diff(text, "rt.patch")
+    (fd,) = parse_diff(text, "rt.patch", unidiff_zero=context == 0)  # -U0: as Unidiff-Zero
 
     def raw(lines: list[str], final: bool) -> bytes:
         body = eol.join(lines) + (eol if lines and final else "")
@@ -196,7 +196,7 @@ def fuzz_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzEnv]:
 
 def expected_files(env: FuzzEnv) -> dict[str, bytes | None]:
     ps = load_patchset(env.patchsets / "fuzz")
-    paths = list(dict.fromkeys(fd.path for p in ps.patches for fd in p.files))
+    paths = list(dict.fromkeys(path for p in ps.patches for fd in p.files for path in fd.paths))
     base = {p: env.pristine.get(p) for p in paths}
     return apply_series(base, [(p.id, p.files) for p in ps.patches]).contents
 

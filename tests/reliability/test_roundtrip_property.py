@@ -186,7 +186,13 @@ def cases(draw: st.DrawFn) -> Case:
         if diffs:
             case.note("git diff" if git else "diff -u")
             text = "".join(_unified(*d, git=git) for d in diffs)
-            case.patches.append(HEAD.format(n=n) + text)
+            zero = any(d[3] == 0 for d in diffs)  # -U0 hunks: git apply --unidiff-zero
+            head = (
+                HEAD.format(n=n).replace("---\n", "Unidiff-Zero: yes\n---\n")
+                if zero
+                else HEAD.format(n=n)
+            )
+            case.patches.append(head + text)
     for path, data in case.files.items():
         traits = [
             ("empty", data == b""),

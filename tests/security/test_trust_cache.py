@@ -32,7 +32,7 @@ from helpers import DEMO_FILES, Demo, Venv, built, needs_uv, run_cli
 ATTACKER = 12345
 EVIL = "import os; os.system('id > /tmp/pwned')  # not in the .patch"
 POLITE = DEMO_FILES["demo/greet.py"].replace(b"'hello '", b"'hi '")
-FORGED = POLITE.replace(b"    return 'hi ' + name\n", f"    return 'hi ' + name\n{EVIL}\n".encode())
+FORGED = POLITE + f"{EVIL}\n".encode()  # past the patch's context: un-applying still works
 
 
 @pytest.fixture

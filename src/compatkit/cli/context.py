@@ -61,11 +61,18 @@ class Context:
         """The target environment: ``--python``'s, else the active venv's or compatkit's own."""
         if self._env is None:
             from compatkit.cli.output import notice
+            from compatkit.env import owners
             from compatkit.env.target import Environment
 
+            owners.configure(self._safe_environments)
             self._env = Environment.for_python(self.args.python)
             self._env.tell(notice)
         return self._env
+
+    def _safe_environments(self) -> tuple[str, ...]:
+        """The project's ``safe-environments`` (asked only for another user's environment)."""
+        config = self.config
+        return config.safe_environments if config else ()
 
     @property
     def progress(self) -> Reporter:

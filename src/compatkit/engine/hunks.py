@@ -1,7 +1,10 @@
 """Hunk matching and series application in memory (pure: bytes in, bytes out).
 
 Context must match exactly; when line numbers are off, the whole file is searched, nearest
-position first, and the offset is reported. There is no fuzz. Every line keeps its own line
+position first, and the offset is reported. There is no fuzz. git's anchoring holds: a hunk
+without trailing context matches only at the end of the file, one whose old side starts at
+line 0 or 1 only at its start (``Hunk.match_end``, ``Hunk.match_beginning``). A file's several
+sections apply in order; a rename or a copy reads its source's bytes. Every line keeps its own line
 ending; added lines take the file's dominant one, so a CRLF file stays CRLF. An exact hunk
 (one that creates a file, or changes line endings) is matched and written with the patch's
 own line endings instead (docs/patchset-format.md, "Line endings").
@@ -44,7 +47,7 @@ class FileResult(Value):
 
 
 class SeriesResult(Value):
-    __slots__ = ("contents", "offsets", "touched_by")
+    __slots__ = ("contents", "offsets", "touched_by", "modes", "origins")
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __init__(
@@ -56,6 +59,8 @@ class SeriesResult(Value):
         self.contents = contents
         self.offsets: dict[str, dict[str, tuple[int, ...]]] = {} if offsets is None else offsets
         self.touched_by: dict[str, list[str]] = {} if touched_by is None else touched_by
+        self.modes: dict[str, int] = {}  # permission bits a section sets (new mode, 100755)
+        self.origins: dict[str, str] = {}  # a renamed or copied file: its source's path
 
 
 def split_lines(data: bytes) -> list[Line]:
@@ -114,6 +119,11 @@ def _find(lines: Sequence[Line], hunk: Hunk, expected: int, floor: int) -> int |
     hold the hunk's old text, and only those are compared (a position-by-position scan was
     quadratic: 30,000 identical lines took 25-50 s to find no match).
     """
+    if hunk.match_beginning or hunk.match_end:  # git's anchoring: one place only
+        at = 0 if hunk.match_beginning else len(lines) - len(hunk.old_lines)
+        if hunk.match_end and at + len(hunk.old_lines) != len(lines):
+            return None  # a hunk anchored at both ends must cover the whole file
+        return at if at >= floor and _matches(lines, at, hunk) else None
     if not hunk.old_lines:
         return expected if floor <= expected <= len(lines) else None
     if expected >= floor and _matches(lines, expected, hunk):
@@ -196,7 +206,7 @@ def apply_file(data: bytes | None, fd: FileDiff) -> FileResult:
         lines, offsets = _apply_hunks([], fd)
         return FileResult(join_lines(lines), offsets)
     if data is None:
-        raise HunkMismatch(fd.path, 1, "targets a file that does not exist")
+        raise HunkMismatch(fd.source or fd.path, 1, "targets a file that does not exist")
     lines, offsets = _apply_hunks(split_lines(data), fd)
     if fd.kind == "delete":
         if lines:
@@ -219,26 +229,72 @@ def apply_series(
     ordered = list(reversed(patches)) if reverse else list(patches)
     for patch_id, diffs in ordered:
         per_patch: dict[str, tuple[int, ...]] = {}
-        for fd in diffs:
+        for fd in reversed(diffs) if reverse else diffs:  # a file's sections: in order
             fd = fd.reversed() if reverse else fd
             try:
-                outcome = apply_file(result.contents.get(fd.path), fd)
+                written = apply_section(result.contents, fd)
             except HunkMismatch as exc:
-                if not reverse and _applies(result.contents.get(fd.path), fd.reversed()):
+                if not reverse and _section_applies(result.contents, fd.reversed()):
                     why = f"{exc.reason}; it looks already applied (its reverse applies)"
                     exc = HunkMismatch(exc.path, exc.hunk_no, why)
                 raise SeriesConflict(patch_id, exc) from None
-            result.contents[fd.path] = outcome.data
-            per_patch[fd.path] = outcome.offsets
-            result.touched_by.setdefault(fd.path, []).append(patch_id)
+            for path, (data, offsets) in written.items():
+                result.contents[path] = data
+                per_patch[path] = per_patch.get(path, ()) + offsets
+                touched = result.touched_by.setdefault(path, [])
+                if patch_id not in touched:
+                    touched.append(patch_id)
+            _note_mode(result, fd)
         result.offsets[patch_id] = per_patch
     return result
 
 
-def _applies(data: bytes | None, fd: FileDiff) -> bool:
-    """Whether ``fd`` applies to ``data`` (a file whose new side is already there)."""
+def apply_section(
+    contents: Mapping[str, bytes | None], fd: FileDiff
+) -> dict[str, tuple[bytes | None, tuple[int, ...]]]:
+    """What one file section writes: each path's new bytes (None: deleted) and offsets."""
+    if fd.source is None:
+        outcome = apply_file(contents.get(fd.path), fd)
+        return {fd.path: (outcome.data, outcome.offsets)}
+    source = contents.get(fd.source)
+    if fd.kind == "uncopy":  # a copy reversed: the copy goes if it is what the copy made
+        back = apply_file(contents.get(fd.path), FileDiff(fd.path, "modify", fd.hunks))
+        if back.data != source:
+            raise HunkMismatch(fd.path, 1, f"is not a copy of {shown(fd.source)}")
+        return {fd.source: (source, ()), fd.path: (None, back.offsets)}
+    if contents.get(fd.path) is not None:
+        raise HunkMismatch(fd.path, 1, f"{fd.kind}s onto a file that already exists")
+    outcome = apply_file(source, fd)
+    left = None if fd.kind == "rename" else source
+    return {fd.source: (left, ()), fd.path: (outcome.data, outcome.offsets)}
+
+
+def _note_mode(result: SeriesResult, fd: FileDiff) -> None:
+    """Which permission bits the section leaves its file with (when it sets them)."""
+    if fd.source is not None:
+        origin = result.origins.pop(fd.source, fd.source)
+        if fd.kind == "uncopy":
+            result.modes.pop(fd.path, None)
+            return
+        if fd.kind == "rename" and fd.source in result.modes:
+            result.modes[fd.path] = result.modes.pop(fd.source)
+        elif fd.source in result.modes:
+            result.modes[fd.path] = result.modes[fd.source]
+        if fd.kind == "copy":
+            result.origins[fd.source] = origin
+        result.origins[fd.path] = origin
+    if fd.new_mode is not None:
+        result.modes[fd.path] = fd.new_mode
+    elif fd.kind == "create":  # git's new file is 0644 whatever the one it replaces was
+        result.modes[fd.path] = 0o644
+    elif fd.kind == "delete":
+        result.modes.pop(fd.path, None)
+
+
+def _section_applies(contents: Mapping[str, bytes | None], fd: FileDiff) -> bool:
+    """Whether ``fd`` applies to ``contents`` (files whose new side is already there)."""
     try:
-        apply_file(data, fd)
+        apply_section(contents, fd)
     except HunkMismatch:
         return False
     return True

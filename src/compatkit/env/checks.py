@@ -137,12 +137,19 @@ def _drifted_ids(dist: Dist, state: State) -> set[str]:
     return drifted
 
 
+# A source above this is not compiled to check it: the compiler holds many times the size of
+# a source of short lines (a generated table; docs/reliability.md, 3f); the text check still
+# runs.
+COMPILE_LIMIT = 1 << 20
+
+
 def _uncompilable(contents: dict[str, bytes | None], files: tuple[FileDiff, ...]) -> str | None:
     """The first patched Python file that no longer compiles (a context match is not enough:
-    a patch can land where upstream already made the same change, and repeat it)."""
+    a patch can land where upstream already made the same change, and repeat it); one over
+    :data:`COMPILE_LIMIT` is not compiled."""
     for fd in files:
         data = contents.get(fd.path)
-        if fd.path.endswith(".py") and data is not None:
+        if fd.path.endswith(".py") and data is not None and len(data) <= COMPILE_LIMIT:
             question = sha256(data).hexdigest()
             if not answers.remember("compiles", question, partial(_compiles, data)):
                 return fd.path
@@ -159,7 +166,7 @@ def _compiles(source: bytes) -> bool:
 
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     """Try every patch on the current files: applies, already present, or conflicts."""
-    paths = {fd.path for p in ps.patches for fd in p.files}
+    paths = {path for p in ps.patches for fd in p.files for path in fd.paths}
     contents = {path: dist.read(path) for path in paths}
     out = []
     for patch in ps.patches:

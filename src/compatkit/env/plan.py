@@ -280,33 +280,44 @@ def _check_ownership(ov: Overlay, ps: Patchset, patches: list[Patch]) -> list[st
     dirs_ok: set[str] = set()
     created: set[str] = set()  # by an earlier patch of the series: a later one may change it
     for patch in patches:
-        for fd in patch.files:
+        for fd_path, fd_kind in _sides(patch):
             try:
-                ov.files.check_inside(fd.path, dirs_ok)
+                ov.files.check_inside(fd_path, dirs_ok)
             except CompatkitError as exc:
                 problems.append(f"{patch.id}: {exc.message}")
                 continue
-            if fd.kind != "create" and fd.path in created:
+            if fd_kind != "create" and fd_path in created:
                 continue
-            if fd.kind != "create" and fd.path not in own.owned:
+            if fd_kind != "create" and fd_path not in own.owned:
                 problems.append(
-                    f"{patch.id}: {shown(fd.path)} is not a file of {ps.distribution}"
-                    + _prefix_hint(own, fd.path)
+                    f"{patch.id}: {shown(fd_path)} is not a file of {ps.distribution}"
+                    + _prefix_hint(own, fd_path)
                 )
                 continue
-            if fd.kind != "create":
+            if fd_kind != "create":
                 continue
-            created.add(fd.path)  # if it is refused here, the apply is refused anyway
-            if startup_code.is_startup_path(fd.path):
+            created.add(fd_path)  # if it is refused here, the apply is refused anyway
+            if startup_code.is_startup_path(fd_path):
                 continue  # a root .pth, sitecustomize: allowed if declared (plan_apply)
-            why = own.problem(fd.path)
+            why = own.problem(fd_path)
             if why and why.endswith("packages"):
                 problems.append(
-                    f"{patch.id}: new file {shown(fd.path)} is outside {ps.distribution}'s packages"
+                    f"{patch.id}: new file {shown(fd_path)} is outside {ps.distribution}'s packages"
                 )
             elif why:
                 problems.append(f"{patch.id}: new file {why}")
     return problems
+
+
+def _sides(patch: Patch) -> list[tuple[str, str]]:
+    """Each path a patch's sections touch, and how: a rename or a copy reads a file of the
+    distribution and creates another."""
+    out = []
+    for fd in patch.files:
+        if fd.source is not None:
+            out.append((fd.source, "modify"))
+        out.append((fd.path, "create" if fd.kind in ("create", "rename", "copy") else fd.kind))
+    return out
 
 
 def _prefix_hint(own: Ownership, path: str) -> str:
@@ -349,7 +360,7 @@ def plan_apply(
     ``built_in``: for a patched wheel (``compatkit wheel``), whose state keeps no originals."""
     selected = [p for p in ps.patches if p.id not in excluded]
     problems = _check_ownership(ov, ps, selected) + startup_code.undeclared(ps, selected)
-    paths = list(dict.fromkeys(fd.path for p in selected for fd in p.files))
+    paths = list(dict.fromkeys(path for p in selected for fd in p.files for path in fd.paths))
     if not problems and not force:
         problems = _check_record(ov, paths)
     if problems:
@@ -379,14 +390,15 @@ def _record_changes(
     replace: dict[str, Row] = {}
     remove: set[str] = set()
     append: list[Row] = []
-    for path, new in result.contents.items():
-        original = base[path]
+    for path, touched in result.touched_by.items():
+        original, new = base[path], result.contents[path]
         new_sha = _sha(new)  # the state's and the RECORD row's: hashed once
-        fs = FileState(path, _sha(original), new_sha, patches=result.touched_by[path])
+        fs = FileState(path, _sha(original), new_sha, patches=touched)
+        mode = _mode(ov, result, path, original, new)
         if original is not None and not state.built_in:
             fs.backup, fs.backup_offset, fs.backup_size = archive.add(original)
             fs.mtime_ns = ov.mtimes.get(path) or ov.files.mtime_ns(path)
-            if new is None:  # revert re-creates it: with its own mode (a write keeps the mode)
+            if new is None or mode is not None:  # revert puts its own mode back
                 fs.mode = ov.mode(path)
         row = ov.record.get(path)
         if row is not None:
@@ -400,7 +412,7 @@ def _record_changes(
                 replace[path] = row_with(path, digest)
             else:
                 append.append(row_with(path, digest))
-        ov.write(path, new)
+        ov.write(path, new, mode=mode)
         for pyc in ov.pycs(path):
             backup = _drop_pyc(ov, state, pyc, folder, start)
             if backup is not None:
@@ -413,6 +425,22 @@ def _record_changes(
     ov.write(own[0], state.to_json())
     append += [row_for(rel, None) for rel in own]
     ov.record = ov.record.edit(replace, remove, append)
+
+
+def _mode(
+    ov: Overlay, result: SeriesResult, path: str, original: bytes | None, new: bytes | None
+) -> int | None:
+    """The permission bits to write ``path`` with (None: its own, or 0644 for a new file): a
+    mode the series sets, else for a renamed or copied new file its source's."""
+    if new is None:
+        return None
+    mode = result.modes.get(path)
+    origin = result.origins.get(path)
+    if mode is None and original is None and origin is not None and ov.files.is_file(origin):
+        mode = ov.files.mode(origin)  # a rename or copy keeps its source's mode
+    if mode is None or (original is not None and mode == ov.mode(path)):
+        return None
+    return None if original is None and mode == 0o644 else mode
 
 
 class _Archive:

@@ -24,6 +24,7 @@ import fcntl
 import os
 from collections.abc import Iterator, Sequence
 
+from compatkit.env import owners
 from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names, state_relpath
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
@@ -110,9 +111,12 @@ def _recover(dist: Dist) -> bool:
 def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
     """Hold a lock on the site-packages root so two compatkit runs cannot interleave.
 
+    An environment another user owns is refused first (:mod:`compatkit.env.owners`).
+
     A lock another run holds is waited for, with one line on stderr naming the holder, for at
     most ``$COMPATKIT_LOCK_TIMEOUT`` seconds (default 600); then a clear error.
     """
+    owners.check_site(dist.root)  # another user's environment: refused unless named safe
     fd = os.open(dist.root, os.O_RDONLY)
     try:
         _acquire(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, dist)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from compatkit import bounded
+from compatkit.env import owners
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.answers import canonicalize_name
 from compatkit.model.paths import quoted, resolve_inside
@@ -81,6 +82,10 @@ class DiskFiles:
     def __init__(self, root: Path | str) -> None:
         self._root = str(root)
 
+    @property
+    def root(self) -> str:
+        return self._root
+
     def _full(self, relpath: str) -> str:
         if relpath.startswith("/") or ".." in relpath.split("/"):
             raise CompatkitError(f"refused path {quoted(relpath)}: it leaves site-packages")
@@ -89,12 +94,13 @@ class DiskFiles:
     def read(self, relpath: str) -> bytes | None:
         """The bytes at ``relpath``, None if absent; never outside the root. Through
         :func:`compatkit.bounded.read`: a FIFO, a device or a file over its bound (a
-        ``.dist-info``'s own files such as RECORD: ``bounded.METADATA``; any other:
-        ``bounded.INSTALLED``) raises :class:`compatkit.bounded.Refused`, naming it."""
+        ``.dist-info``'s own files such as RECORD: ``bounded.METADATA``; any other, read
+        whole to be patched or compared: ``bounded.TEXT``) raises
+        :class:`compatkit.bounded.Refused`, naming it. Hashing has no bound (:meth:`hash`)."""
         full = self._full(relpath)
         folder = relpath.rpartition("/")[0]
         own = folder.endswith(".dist-info") and "/" not in folder  # RECORD, METADATA, ...
-        limit = bounded.METADATA if own else bounded.INSTALLED
+        limit = bounded.METADATA if own else bounded.TEXT
         try:
             return bounded.read(full, limit)
         except (FileNotFoundError, NotADirectoryError):
@@ -139,11 +145,18 @@ class DiskFiles:
             return []
 
     def mtime_ns(self, relpath: str) -> int:
-        return os.stat(self._full(relpath)).st_mtime_ns
+        return self._stat(relpath).st_mtime_ns
 
     def mode(self, relpath: str) -> int:
         """Its permission bits (never set-user-ID, set-group-ID, sticky: no installer sets them)."""
-        return os.stat(self._full(relpath)).st_mode & 0o777
+        return self._stat(relpath).st_mode & 0o777
+
+    def _stat(self, relpath: str) -> os.stat_result:
+        """``os.stat`` of a file read a moment ago; gone since (swapped?): one line, exit 1."""
+        try:
+            return os.stat(self._full(relpath))
+        except OSError as exc:
+            raise CompatkitError(f"cannot read {quoted(relpath)}: {exc.strerror}") from None
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         """Refuse a path that is not plain, or that passes a symlink or a non-directory."""
@@ -267,6 +280,7 @@ class Environment(Value):
         from compatkit.load import cache
 
         exe = _interpreter(python)
+        owners.check_interpreter(exe)  # before it is run: another user's is refused
         entry = cache.entry("probe", _probe_key(exe))
         cached = cache.load(entry)
         env = None if cached is None else cls._from_probe(cached)

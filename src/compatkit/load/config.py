@@ -6,6 +6,7 @@
     patchsets = ["speculators-vllm016"]
     patchset-dirs = ["patches"]        # relative to this pyproject.toml
     on-mismatch = "strict"             # or "warn"
+    safe-environments = ["/srv/venvs/team"]  # another user's environments you trust ("*": all)
 
     [tool.compatkit.patchset-source]   # a name two sources ship: the one to use
     team-fix = "team-patchsets"        # a package; or "bundled", "project", "--patchset-dir"
@@ -35,7 +36,14 @@ MAX_BYTES = 16 << 20  # a pyproject.toml larger than this is not a project file
 
 
 class ProjectConfig(Value):
-    __slots__ = ("path", "patchsets", "patchset_dirs", "policy", "patchset_source")
+    __slots__ = (
+        "path",
+        "patchsets",
+        "patchset_dirs",
+        "policy",
+        "patchset_source",
+        "safe_environments",
+    )
 
     def __init__(
         self,
@@ -44,12 +52,14 @@ class ProjectConfig(Value):
         patchset_dirs: tuple[Path, ...],
         policy: str = "strict",
         patchset_source: dict[str, str] | None = None,
+        safe_environments: tuple[str, ...] = (),
     ) -> None:
         self.path = path
         self.patchsets = patchsets
         self.patchset_dirs = patchset_dirs
         self.policy = policy
         self.patchset_source = patchset_source or {}
+        self.safe_environments = safe_environments  # compatkit.env.owners: "*" or absolute
 
 
 def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
@@ -76,7 +86,20 @@ def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
         _check_entry(path, entry)
     base = path.parent
     found = tuple(base / d for d in dirs)
-    return ProjectConfig(path, tuple(names), found, str(policy), dict(source))
+    safe = _safe_environments(path, table.get("safe-environments", []))
+    return ProjectConfig(path, tuple(names), found, str(policy), dict(source), safe)
+
+
+def _safe_environments(path: Path, value: object) -> tuple[str, ...]:
+    """``safe-environments``: ``"*"`` or absolute folders (``~`` expanded)."""
+    key = f"{path}: [tool.compatkit] safe-environments"
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PatchFormatError(f"{key} must be a list of strings")
+    entries = tuple(v if v == "*" else os.path.expanduser(v) for v in value)
+    for entry in entries:
+        if entry != "*" and (not os.path.isabs(entry) or not entry.isprintable()):
+            raise PatchFormatError(f"{key} entry {shown(entry)!r} is not an absolute folder or '*'")
+    return entries
 
 
 def _check_entry(path: Path, entry: str) -> None:

@@ -7,9 +7,12 @@ to end without one); ``---`` is followed by ``+++``, both with a path; no hunk s
 file; and, stricter than git, a hunk followed by more hunk lines than it counts is refused
 instead of cut short (what may follow a complete hunk is listed in ``_Reader._ends_hunk``: git
 apply skips it all). Each line keeps the patch's own line ending. What each file diff does is
-decided from ``/dev/null``, git's ``new file mode`` and ``diff -N``'s epoch dates; binary
-patches, renames, mode changes and symlinks are refused. Every refusal is one line; one of the
-text itself reads ``LABEL: corrupt patch at line N: WHAT``, N counted in the patch file.
+decided from ``/dev/null``, git's ``new file mode`` and ``diff -N``'s epoch dates (in any zone
+notation); git's renames, copies and modes (100644, 100755) are read, binary patches, symlinks
+and submodules refused. git's checks hold: ``---``/``+++`` names against the ``diff --git``
+line, context-only hunks, ``-U0`` hunks unless the patch opts in (docs/git-apply.md). Every
+refusal is one line; one of the text itself reads ``LABEL: corrupt patch at line N: WHAT``,
+N counted in the patch file.
 
 >>> diff = "--- a/pkg/m.py\\n+++ b/pkg/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\r\\n"
 >>> [(f.path, f.kind, f.hunks[0].lines, f.hunks[0].eols) for f in parse_diff(diff, "p")]
@@ -34,13 +37,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
-    FileKind = Literal["modify", "create", "delete"]
+    FileKind = Literal["modify", "create", "delete", "rename", "copy", "uncopy"]
 
 DEV_NULL = "/dev/null"
 # patterns, not compiled ones: re compiles and caches them on the first parse, so a command that
 # never reads a diff does not pay for them (start-up time)
 _HUNK_HEADER = r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@"
-_STAMP = r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?: ([+-])(\d\d)(\d\d))?"
+_STAMP = r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?: ?([+-])(\d\d):?(\d\d))?"
+# a date after a path that spaces, not a tab, separate from it (git's diff_timestamp_len)
+_SPACED_STAMP = r"(.*?) +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: ?[+-]\d\d:?\d\d)?)"
+_MODES = {"100644": 0o644, "100755": 0o755}
 _GIT_EXTENDED = (
     "old mode ",
     "new mode ",
@@ -71,6 +77,7 @@ class Hunk(Value):
         "new_no_eol",
         "eols",
         "exact",
+        "zero",
     )
 
     def __init__(
@@ -84,6 +91,7 @@ class Hunk(Value):
         new_no_eol: bool = False,
         eols: tuple[str, ...] | None = None,  # each line's ending in the patch: "\n", "\r\n", ""
         exact: bool = False,  # match and write line endings as the patch has them
+        zero: bool = False,  # from a patch that opts in to context-free hunks (Unidiff-Zero)
     ) -> None:
         self.old_start, self.old_len = old_start, old_len
         self.new_start, self.new_len = new_start, new_len
@@ -91,6 +99,27 @@ class Hunk(Value):
         self.old_no_eol, self.new_no_eol = old_no_eol, new_no_eol
         self.eols = eols if eols is not None else ("\n",) * len(lines)
         self.exact = exact
+        self.zero = zero
+
+    @property
+    def context(self) -> tuple[int, int]:
+        """Its leading and trailing context lines (git's ``leading`` and ``trailing``)."""
+        kinds = [kind for kind, _ in self.lines]
+        leading = next((i for i, k in enumerate(kinds) if k != " "), len(kinds))
+        trailing = next((i for i, k in enumerate(reversed(kinds)) if k != " "), len(kinds))
+        return leading, trailing
+
+    @property
+    def match_beginning(self) -> bool:
+        """git's rule: a hunk whose old side starts at line 0, or at line 1 outside
+        ``--unidiff-zero``, must match at the start of the file."""
+        return self.old_start == 0 or (self.old_start == 1 and not self.zero)
+
+    @property
+    def match_end(self) -> bool:
+        """git's rule: a hunk without trailing context must match at the end of the file
+        (outside ``--unidiff-zero``)."""
+        return not self.zero and self.context[1] == 0
 
     @property
     def old_lines(self) -> list[str]:
@@ -116,21 +145,54 @@ class Hunk(Value):
             self.old_no_eol,
             self.eols,
             self.exact,
+            self.zero,
         )
 
 
 class FileDiff(Value):
-    __slots__ = ("path", "kind", "hunks")
+    """One file section. ``rename`` and ``copy`` read ``source`` and write ``path``; a
+    rename also deletes ``source``. ``uncopy`` is a copy reversed: ``path`` deleted when it
+    holds what the copy made of ``source``. ``new_mode``: the permission bits the section
+    sets (git's ``new mode`` or ``new file mode`` 100755; None: the file keeps its own)."""
 
-    def __init__(self, path: str, kind: FileKind, hunks: tuple[Hunk, ...]) -> None:
+    __slots__ = ("path", "kind", "hunks", "source", "old_mode", "new_mode")
+
+    def __init__(
+        self,
+        path: str,
+        kind: FileKind,
+        hunks: tuple[Hunk, ...],
+        source: str | None = None,
+        old_mode: int | None = None,
+        new_mode: int | None = None,
+    ) -> None:
         self.path = path  # relative to the site-packages root, "/"-separated, no a/ b/ prefix
         self.kind: FileKind = kind
         self.hunks = hunks
+        self.source = source  # rename, copy, uncopy: the other path
+        self.old_mode, self.new_mode = old_mode, new_mode
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path the section reads or writes."""
+        return (self.path,) if self.source is None else (self.source, self.path)
 
     def reversed(self) -> FileDiff:
-        flip: dict[str, FileKind] = {"modify": "modify", "create": "delete", "delete": "create"}
+        flip: dict[str, FileKind] = {
+            "modify": "modify",
+            "create": "delete",
+            "delete": "create",
+            "rename": "rename",
+            "copy": "uncopy",
+            "uncopy": "copy",
+        }
         kind = flip[self.kind]
-        return FileDiff(self.path, kind, tuple(h.reversed() for h in self.hunks))
+        path, source = self.path, self.source
+        if kind == "rename":
+            assert source is not None
+            path, source = source, path
+        hunks = tuple(h.reversed() for h in self.hunks)
+        return FileDiff(path, kind, hunks, source, self.new_mode, self.old_mode)
 
     @property
     def added(self) -> int:
@@ -141,20 +203,20 @@ class FileDiff(Value):
         return sum(1 for h in self.hunks for k, _ in h.lines if k == "-")
 
 
-def parse_diff(text: str, label: str, first_line: int = 1) -> tuple[FileDiff, ...]:
+def parse_diff(
+    text: str, label: str, first_line: int = 1, unidiff_zero: bool = False
+) -> tuple[FileDiff, ...]:
     """Parse ``git diff``, ``git format-patch`` or ``diff -u`` text into file diffs.
 
     ``first_line`` is the line of the patch file ``text`` starts at (for messages). Anything
     malformed, truncated or not supported raises :class:`PatchFormatError` with one line.
+    ``unidiff_zero``: hunks without context are taken as ``git apply --unidiff-zero`` takes
+    them (at their stated line, no end anchoring); otherwise such a hunk is refused. A file
+    may have several sections: they apply in order, as git applies them.
     """
-    files = _Reader(text, label, first_line).files()
+    files = _Reader(text, label, first_line, unidiff_zero).files()
     if not files:
         raise PatchFormatError(f"{label}: contains no diff")
-    seen: set[str] = set()
-    for f in files:
-        if f.path in seen:
-            raise PatchFormatError(f"{label}: {shown(f.path)} appears twice in one patch")
-        seen.add(f.path)
     return tuple(files)
 
 
@@ -226,7 +288,7 @@ class _Header:
     """What a file section says before its hunks: its ``diff --git`` names, git's extended
     header lines, its ``---`` and ``+++`` paths and their timestamps."""
 
-    __slots__ = ("line_no", "git", "extended", "binary", "old", "new", "stamps")
+    __slots__ = ("line_no", "git", "extended", "binary", "old", "new", "stamps", "names_line")
 
     def __init__(self, line_no: int, git: str | None = None) -> None:
         self.line_no = line_no
@@ -236,10 +298,12 @@ class _Header:
         self.old: str | None = None  # the "---" and "+++" paths (None: no such line)
         self.new: str | None = None
         self.stamps = ("", "")  # their timestamps (after a tab), as written
+        self.names_line = line_no  # the line of the "---" line
 
 
 class _Reader:
-    def __init__(self, text: str, label: str, first_line: int) -> None:
+    def __init__(self, text: str, label: str, first_line: int, zero: bool = False) -> None:
+        self.zero = zero
         parts = text.split("\n")
         self.open_end = parts[-1] != ""  # the last line has no newline
         self.lines = parts if self.open_end else parts[:-1]
@@ -304,6 +368,7 @@ class _Reader:
         header.old, old_stamp = self.path(self.i, line[4:])
         header.new, new_stamp = self.path(self.i + 1, after[4:])
         header.stamps = (old_stamp, new_stamp)
+        header.names_line = self.first + self.i
         self.i += 2
         hunks = []
         while self.more() and self.head(self.i).startswith("@@"):
@@ -312,6 +377,9 @@ class _Reader:
 
     def path(self, index: int, text: str) -> tuple[str, str]:
         name, _, stamp = text.partition("\t")
+        spaced = None if stamp else re.fullmatch(_SPACED_STAMP, name)
+        if spaced:  # "--- pkg/m.py  2024-01-01 00:00:00 +0000": spaces, not a tab
+            name, stamp = spaced.groups()
         name = unquote(name)
         if not name.strip():
             raise self.fail(index, f"'{self.head(index)[:3]}' line without a path")
@@ -324,10 +392,14 @@ class _Reader:
         a, b, c, d = (int(g) if g is not None else 1 for g in match.groups())
         if b == 0 and d == 0:
             raise self.fail(self.i, "empty hunk (its header counts no lines)")
+        start = self.i
         self.i += 1
         body, eols, no_eol = self.body(b, d)
+        if all(kind == " " for kind, _ in body):  # git: "corrupt patch" (parse_fragment)
+            raise self.fail(start, "hunk has only context lines (it changes nothing)")
         exact = changes_eol(body, eols)
-        return Hunk(a, b, c, d, tuple(body), "-" in no_eol, "+" in no_eol, tuple(eols), exact)
+        old_no_eol, new_no_eol = "-" in no_eol, "+" in no_eol
+        return Hunk(a, b, c, d, tuple(body), old_no_eol, new_no_eol, tuple(eols), exact, self.zero)
 
     def body(self, old: int, new: int) -> tuple[list[tuple[str, str]], list[str], str]:
         """The ``old`` and ``new`` lines a hunk header counts: (kind, text) pairs, each line's
@@ -383,20 +455,137 @@ class _Reader:
         """A section read as a file diff, or its refusal."""
         where = f"{self.label}: line {header.line_no}"
         _refuse_unsupported(header, where)
-        source, target = _strip_prefixes(*_sides(header, where))
+        ext = _Extended(header.extended, where)
+        if header.git is not None:
+            source, target = _git_sides(header, ext, self.label)
+        else:
+            source, target = _traditional_sides(*_strip_prefixes(*_sides(header, where)))
         where = f"{self.label}: {shown(target if target != DEV_NULL else source)}"
-        kind = _kind(header, hunks, source, target, where)
+        kind = ext.moved or _kind(header, ext, hunks, source, target, where)
         if kind == "modify" and source != target:
             raise PatchFormatError(
                 f"{where}: source and target paths differ ({shown(source)} vs {shown(target)})"
                 + _first_folder_hint(source, target)
             )
-        if not hunks and (kind == "modify" or header.old is not None):
+        bare = kind == "modify" or (kind in ("create", "delete") and header.old is not None)
+        if bare and not hunks and not ext.metadata:
             raise PatchFormatError(f"{where}: file header without any hunk")
         if kind == "create":
             for h in hunks:
                 h.exact = True  # a new file is written exactly as the patch has it
-        return FileDiff(source if kind == "delete" else target, kind, tuple(hunks))
+        elif kind != "delete":
+            _refuse_contextless(hunks, where)
+        path = source if kind == "delete" else target
+        moved_from = source if kind in ("rename", "copy") else None
+        return FileDiff(path, kind, tuple(hunks), moved_from, ext.old_mode, ext.new_mode)
+
+
+class _Extended:
+    """What git's extended header lines say: modes, new or deleted, renamed or copied."""
+
+    __slots__ = ("old_mode", "new_mode", "new", "deleted", "moved", "names", "metadata")
+
+    def __init__(self, lines: list[str], where: str) -> None:
+        self.old_mode: int | None = None
+        self.new_mode: int | None = None
+        self.new = self.deleted = False
+        self.moved: FileKind | None = None  # "rename" or "copy"
+        self.names: list[str] = ["", ""]  # rename/copy from, to
+        found: list[str] = []  # new, deleted, rename, copy: at most one (git)
+        for line in lines:
+            head, _, value = line.rpartition(" ")
+            if head in ("old mode", "deleted file mode"):
+                self.old_mode = _mode(value, where)
+            if head == "new mode" or (head == "new file mode" and value != "100644"):
+                self.new_mode = _mode(value, where)  # a new file is 0644 unless it says not
+            if head in ("new file mode", "deleted file mode"):
+                found.append(head)
+                self.new, self.deleted = self.new or head[0] == "n", self.deleted or head[0] == "d"
+            for verb in ("rename", "copy"):
+                for side, word in enumerate(("from ", "to ", "old ", "new ")):
+                    if line.startswith(f"{verb} {word}"):
+                        self.names[side % 2] = unquote(line[len(verb) + 1 + len(word) :])
+                        if side % 2 == 0:
+                            found.append(verb)
+                            self.moved = "rename" if verb == "rename" else "copy"
+        if len(found) > 1:
+            raise PatchFormatError(f"{where}: inconsistent header lines ({', '.join(found)})")
+        if self.moved and not all(self.names):
+            raise PatchFormatError(f"{where}: {self.moved} header without both names")
+        if self.new_mode is not None and self.new_mode == self.old_mode:
+            self.new_mode = None  # nothing to change
+        self.metadata = self.new_mode is not None or self.moved is not None
+
+
+def _mode(value: str, where: str) -> int:
+    if value in _MODES:
+        return _MODES[value]
+    if value == "120000":
+        raise PatchFormatError(f"{where}: symlinks (mode 120000) are not supported")
+    if value == "160000":
+        raise PatchFormatError(f"{where}: submodules (mode 160000) are not supported")
+    raise PatchFormatError(f"{where}: file mode {value} is not supported (100644 or 100755)")
+
+
+def _refuse_contextless(hunks: list[Hunk], where: str) -> None:
+    """A hunk without a single context line whose place git's anchoring does not pin
+    (``-U0``) is refused unless the patch opts in: git would take it to the end of the file."""
+    for no, h in enumerate(hunks, 1):
+        if not h.zero and h.old_start > 1 and all(kind != " " for kind, _ in h.lines):
+            raise PatchFormatError(
+                f"{where}: hunk #{no} (line {h.old_start}) has no context lines (a -U0 diff), "
+                "so nothing pins where it goes; make the diff with context, or add "
+                "'Unidiff-Zero: yes' to the patch header to apply it at its stated line "
+                "(git apply --unidiff-zero)"
+            )
+
+
+def _git_sides(header: _Header, ext: _Extended, label: str) -> tuple[str, str]:
+    """The two paths of a ``diff --git`` section, checked as git checks them: the ``---`` and
+    ``+++`` names must be those of the ``diff --git`` line (or of the rename/copy lines),
+    each compared without its first folder (git's ``-p1``). Kept from GNU patch: ``---
+    /dev/null`` creates (``+++ /dev/null`` deletes) without git's ``new file mode`` line."""
+    if ext.moved:  # "rename from X": no a/ prefix
+        names: tuple[str, str] | None = ("a/" + ext.names[0], "b/" + ext.names[1])
+    else:
+        names = _git_names(header)
+    old = DEV_NULL if ext.new else names[0] if names else None
+    new = DEV_NULL if ext.deleted else names[1] if names else None
+    if header.old is None or header.new is None:
+        if old is None or new is None:
+            where = f"{label}: line {header.line_no}"
+            raise PatchFormatError(f"{where}: cannot tell which file the git header names")
+        if ext.moved:
+            return ext.names[0], ext.names[1]
+        return _strip_prefixes(old, new)
+    at = f"{label}: corrupt patch at line"
+    for side, want, got in (("old", old, header.old), ("new", new, header.new)):
+        line = header.names_line + (side == "new")
+        if want == DEV_NULL and got != DEV_NULL:
+            raise PatchFormatError(
+                f"{at} {line}: bad git-diff - expected /dev/null, got {shown(got)}"
+            )
+        if want is not None and got != DEV_NULL and _p1(want) != _p1(got):
+            raise PatchFormatError(f"{at} {line}: bad git-diff - inconsistent {side} filename")
+    if ext.moved:
+        return ext.names[0], ext.names[1]
+    return _strip_prefixes(header.old, header.new)
+
+
+def _p1(name: str) -> str:
+    """``name`` without its first folder, as ``git apply -p1`` reads it."""
+    return name.partition("/")[2] or name
+
+
+def _traditional_sides(source: str, target: str) -> tuple[str, str]:
+    """``--- X.orig`` / ``+++ X`` (or ``X`` / ``X.new``, ``X~``): the shorter name, one the
+    other only adds to at its end, as git's find_name_traditional prefers it."""
+    if DEV_NULL in (source, target) or source == target:
+        return source, target
+    short, long = sorted((source, target), key=len)
+    if long.startswith(short) and "/" not in long[len(short) :]:
+        return short, short
+    return source, target
 
 
 def _left(total: tuple[int, int], old: int, new: int) -> str:
@@ -413,17 +602,14 @@ def _strip_prefixes(source: str, target: str) -> tuple[str, str]:
 
 
 def _refuse_unsupported(header: _Header, where: str) -> None:
-    info = "\n".join(header.extended) + "\n"
     if header.binary:
         raise PatchFormatError(f"{where}: binary patches are not supported")
-    if "old mode " in info or "new mode " in info:
-        raise PatchFormatError(f"{where}: file mode changes are not supported")
-    if "rename from " in info or "copy from " in info or "rename old " in info:
-        raise PatchFormatError(f"{where}: renames and copies are not supported")
-    if "120000" in info or "160000" in info:
-        raise PatchFormatError(f"{where}: symlink and submodule changes are not supported")
-    if re.search(r"^new file mode (?!100644\n)", info, re.M):
-        raise PatchFormatError(f"{where}: file modes are not supported (a new file is 100644)")
+    for line in header.extended:  # "index 1234567..89abcde 120000": a symlink's change
+        if line.startswith("index ") and line.endswith((" 120000", " 160000")):
+            kind = (
+                "symlinks (mode 120000)" if line.endswith("120000") else "submodules (mode 160000)"
+            )
+            raise PatchFormatError(f"{where}: {kind} are not supported")
 
 
 def _git_names(header: _Header) -> tuple[str, str] | None:
@@ -439,17 +625,14 @@ def _git_names(header: _Header) -> tuple[str, str] | None:
 
 
 def _sides(header: _Header, where: str) -> tuple[str, str]:
-    git = _git_names(header) if header.git is not None else None
     if header.old is None or header.new is None:
-        if git is None:
-            raise PatchFormatError(f"{where}: cannot tell which file the git header names")
-        new_file = any(x.startswith("new file mode ") for x in header.extended)
-        gone = any(x.startswith("deleted file mode ") for x in header.extended)
-        return (DEV_NULL if new_file else git[0]), (DEV_NULL if gone else git[1])
+        raise PatchFormatError(f"{where}: cannot tell which file the header names")
     return header.old, header.new
 
 
-def _kind(header: _Header, hunks: list[Hunk], source: str, target: str, where: str) -> FileKind:
+def _kind(
+    header: _Header, ext: _Extended, hunks: list[Hunk], source: str, target: str, where: str
+) -> FileKind:
     if source == DEV_NULL and target == DEV_NULL:
         raise PatchFormatError(f"{where}: both sides are /dev/null")
     if source == DEV_NULL or _absent(header, hunks, 0):
@@ -458,13 +641,12 @@ def _kind(header: _Header, hunks: list[Hunk], source: str, target: str, where: s
         kind = "delete"
     else:
         kind = "modify"
-    extended = "\n".join(header.extended)
-    if ("new file mode" in extended and kind != "create") or (
-        "deleted file mode" in extended and kind != "delete"
-    ):
+    if (ext.new and kind != "create") or (ext.deleted and kind != "delete"):
         raise PatchFormatError(f"{where}: its git header and its '---'/'+++' lines disagree")
-    if kind != "modify" and any(h.new_len if kind == "delete" else h.old_len for h in hunks):
-        raise PatchFormatError(f"{where}: a hunk of a {kind}d file has lines on the other side")
+    if kind == "create" and any(h.old_len for h in hunks):
+        raise PatchFormatError(f"{where}: new file depends on old contents")
+    if kind == "delete" and any(h.new_len for h in hunks):
+        raise PatchFormatError(f"{where}: deleted file still has contents")
     return kind
 
 

@@ -26,7 +26,16 @@ if TYPE_CHECKING:
     Facts = tuple[str, str, bool, str]
 
 REQUIRED_FIELDS = ("patch-id", "title", "symptom", "cause", "fix", "smoke-test")
-OPTIONAL_FIELDS = ("origin", "forwarded", "retire-when", "last-update", "smoke-needs", "needs")
+OPTIONAL_FIELDS = (
+    "origin",
+    "forwarded",
+    "retire-when",
+    "last-update",
+    "smoke-needs",
+    "unidiff-zero",
+    "needs",
+)
+UNIDIFF_ZERO = ("yes", "no")  # the values of Unidiff-Zero (docs/patchset-format.md)
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]?(.*)$")
 _DIFF_START = ("diff --git ", "--- ", "Index: ")
 _MAIL_FROM = re.compile(r"^From [0-9a-f]{7,64} ")
@@ -56,7 +65,8 @@ class Patch(Value):
     @property
     def files(self) -> tuple[FileDiff, ...]:
         if self._files is None:
-            self._files = parse_diff(self._raw[0], shown(self.path.name), self._raw[1])
+            zero = self.fields.get("unidiff-zero", "").strip().lower() == "yes"
+            self._files = parse_diff(self._raw[0], shown(self.path.name), self._raw[1], zero)
         return self._files
 
     @property

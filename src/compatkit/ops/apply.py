@@ -198,7 +198,7 @@ def apply_patchset(
 
 def _exclusion_problem(ov: Overlay, ps: Patchset, exclude: list[str], exc: CompatkitError) -> str:
     """Name the excluded patch a later one needs, when the full series would apply."""
-    paths = {fd.path for p in ps.patches for fd in p.files}
+    paths = {path for p in ps.patches for fd in p.files for path in fd.paths}
     try:
         apply_series({p: ov.read(p) for p in paths}, [(p.id, p.files) for p in ps.patches])
     except SeriesConflict:

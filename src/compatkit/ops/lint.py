@@ -16,14 +16,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from compatkit.delivery.wheels import WheelSource, pristine
-from compatkit.engine.hunks import HunkMismatch, apply_file
+from compatkit.engine.hunks import HunkMismatch, apply_section
 from compatkit.engine.rebase import syntax_error
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.load.registry import Registry
 from compatkit.load.validate import validate
 from compatkit.model import startup_code
-from compatkit.model.patchset import REQUIRED_FIELDS, Patch, resolve_smoke
+from compatkit.model.patchset import REQUIRED_FIELDS, UNIDIFF_ZERO, Patch, resolve_smoke
 from compatkit.model.paths import check_relpath
 
 
@@ -93,6 +93,9 @@ class Lint:
             for f, value in p.fields.items():
                 if value.strip().startswith(TODO):
                     self.problem(f"{label}: field {f.title()} is still a TODO placeholder")
+            zero = p.fields.get("unidiff-zero")
+            if zero is not None and zero.strip().lower() not in UNIDIFF_ZERO:
+                self.problem(f"{label}: field Unidiff-Zero is {zero.strip()!r}, not yes or no")
             for fd in p.files:
                 try:
                     check_relpath(fd.path)
@@ -145,7 +148,7 @@ class Lint:
         version = self._version(wheels)
         if version is None:
             return
-        paths = sorted({fd.path for p in self.patches for fd in p.files})
+        paths = sorted({path for p in self.patches for fd in p.files for path in fd.paths})
         try:
             got = pristine(wheels, self.distribution, str(version), paths)
         except CompatkitError as exc:
@@ -161,23 +164,25 @@ class Lint:
         staged = dict(contents)
         for fd in p.files:
             outside = fd.path.split("/", 1)[0] not in tops  # a declared .pth may be at the root
-            if fd.kind == "create" and outside and not startup_code.is_startup_path(fd.path):
+            new = fd.kind in ("create", "rename", "copy")
+            if new and outside and not startup_code.is_startup_path(fd.path):
                 self.problem(
                     f"{p.id}: new file {fd.path} is outside {self.distribution}'s packages"
                 )
             try:
-                result = apply_file(staged.get(fd.path), fd)
+                written = apply_section(staged, fd)  # a rename or copy reads its source
             except HunkMismatch as exc:
                 self.problem(f"{p.id}: does not apply to {self.distribution} {ver}: {exc.message}")
                 return
-            broken = syntax_error(fd.path, result.data)
+            data, offsets = written[fd.path]
+            broken = syntax_error(fd.path, data)
             if broken and not syntax_error(fd.path, staged.get(fd.path)):
                 self.problem(
                     f"{p.id}: applies to {fd.path} as text, but it no longer compiles: {broken}"
                 )
                 return
-            staged[fd.path] = result.data
-            moved = [o for o in result.offsets if o]
+            staged.update((path, after) for path, (after, _) in written.items())
+            moved = [o for o in offsets if o]
             if moved:
                 self.notes.append(f"{p.id}: {fd.path} applies with offset {moved[0]:+d}")
         contents.update(staged)

@@ -171,7 +171,7 @@ def rebase(
     dest = base / new_name
     if dest.exists():
         raise UsageError(f"{dest} already exists; pass --name or -o")
-    paths = sorted({fd.path for p in ps.patches for fd in p.files})
+    paths = sorted({path for p in ps.patches for fd in p.files for path in fd.paths})
     old = pristine(wheels, ps.distribution, old_ver, paths)
     new = pristine(wheels, ps.distribution, new_ver, paths)
     labels = (f"{ps.distribution} {old_ver}", f"{ps.distribution} {new_ver}")

@@ -106,6 +106,11 @@ def _check_paths(ps: Patchset) -> None:
     """Runtime mode serves Python modules only; start-up code and data files are refused."""
     for patch in ps.patches:
         for fd in patch.files:
+            if fd.source is not None:
+                raise CompatkitError(
+                    f"{ps.name}: {patch.id} {fd.kind}s {fd.source} to {fd.path}, which an "
+                    "import hook cannot do; use compatkit apply"
+                )
             if startup_code.is_startup_path(fd.path):
                 raise CompatkitError(
                     f"{ps.name}: {patch.id} touches start-up code ({fd.path}), "
@@ -166,7 +171,7 @@ def _check_record(dist: Dist, originals: dict[str, bytes | None]) -> None:
 
 def _patch_dist(dist: Dist, sets: list[Patchset], force: bool) -> list[RuntimeFile]:
     """The series of every patchset on ``dist``, in the order given, on its files as they are."""
-    paths = sorted({fd.path for ps in sets for p in ps.patches for fd in p.files})
+    paths = sorted({path for ps in sets for p in ps.patches for fd in p.files for path in fd.paths})
     originals = {path: dist.read(path) for path in paths}
     if not force:
         _check_record(dist, originals)
