@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from compatkit.model.names import normalize_name
-
 from compatkit.value import Value
 
 SCHEMA_URL = "http://cyclonedx.org/schema/bom-1.6.schema.json"

@@ -59,6 +59,7 @@ def project_mismatches(pyproject: Path, env: Environment, names: list[str]) -> l
     if not dists:
         return []
     from packaging.requirements import InvalidRequirement, Requirement
+
     from compatkit.model.names import normalize_name
 
     wheels = {normalize_name(d.name): d for d in dists}

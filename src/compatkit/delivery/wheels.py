@@ -84,9 +84,7 @@ def _info_matches(dirname: str, name: str, version: str) -> bool:
     stem = dirname[: -len(".dist-info")]
     dname, _, dver = stem.rpartition("-")
     try:
-        return normalize_name(dname) == normalize_name(name) and Version(dver) == Version(
-            version
-        )
+        return normalize_name(dname) == normalize_name(name) and Version(dver) == Version(version)
     except InvalidVersion:
         return False
 

@@ -63,4 +63,3 @@ def remember(kind: str, question: str, compute: Callable[[], T]) -> T:
     answer = compute()
     known[key] = _learned[key] = answer
     return answer
-

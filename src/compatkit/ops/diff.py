@@ -15,8 +15,6 @@ import os
 import time
 from pathlib import Path
 
-from compatkit.model.names import normalize_name
-
 from compatkit import atomic, bounded
 from compatkit.delivery.wheels import WheelSource, pristine
 from compatkit.engine.difftext import diff_files
@@ -30,6 +28,7 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.load import authoring
 from compatkit.load.registry import Registry
 from compatkit.load.validate import load_patchset
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patchset, parse_patch
 from compatkit.model.progress import NONE, Reporter
 from compatkit.value import Value

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from compatkit.model.names import normalize_name
 
 from compatkit import atomic
 from compatkit.delivery.wheels import WheelSource, pristine
@@ -21,6 +20,7 @@ from compatkit.engine.rebase import PatchPort, port_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load import authoring
 from compatkit.load.registry import Registry, bundled_dirs
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.results import PortState
 from compatkit.value import Value

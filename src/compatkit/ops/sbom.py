@@ -15,14 +15,13 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from compatkit.model.names import normalize_name
-
 from compatkit import atomic, bounded
 from compatkit.delivery import sbomdoc
 from compatkit.env.state import State, states_of
 from compatkit.env.target import Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.value import Value
 

@@ -28,12 +28,12 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from compatkit.model.names import normalize_name
 
 from compatkit.delivery.wheels import WheelSource
 from compatkit.env.checks import requirement_problems, target_problem, textual_status
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.progress import NONE
 from compatkit.model.results import DiffState, SmokeState, UpstreamState
