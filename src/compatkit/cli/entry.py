@@ -22,8 +22,17 @@ work (:func:`_loaded`).
 
 import gc
 import os
-import signal
 import sys
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    import signal
+else:
+    try:  # the C module that signal.py wraps: the same functions, without the three IntEnums
+        import _signal as signal  # signal.py builds at import (start-up time, benchmark P5)
+    except ImportError:  # pragma: no cover  (an interpreter without it)
+        import signal
 
 EXIT_INTERRUPTED = 130  # compatkit.errors.EXIT_INTERRUPTED, whose import may be interrupted
 

@@ -152,7 +152,7 @@ class DiskFiles:
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         """Refuse a path that is not plain, or that passes a symlink or a non-directory."""
-        resolve_inside(Path(self._root), relpath, dirs_ok)
+        resolve_inside(self._root, relpath, dirs_ok)
 
 
 class Dist(Value):

@@ -92,17 +92,26 @@ def _sync_fs(path: Path | str) -> None:
         os.close(fd)
 
 
+_hooks = ["", ""]  # COMPATKIT_CRASH_AT and COMPATKIT_PAUSE_AT, as _arm last read them
+
+
+def _arm() -> None:
+    """Read the tests' hooks for :func:`_step` once per transaction (a step is taken per
+    file: the environment looked up at each costs a big transaction milliseconds)."""
+    _hooks[:] = os.environ.get("COMPATKIT_CRASH_AT", ""), os.environ.get("COMPATKIT_PAUSE_AT", "")
+
+
 def _step() -> None:
     """A write step. Tests set COMPATKIT_CRASH_AT=N to be SIGKILLed at step N, or
     COMPATKIT_PAUSE_AT=N:FILE to wait there (creating FILE.waiting) until FILE exists."""
     global _steps
     _steps += 1
-    crash_at = os.environ.get("COMPATKIT_CRASH_AT")
+    crash_at = _hooks[0]
     if crash_at and int(crash_at) == _steps:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
-    pause_at, _, go = os.environ.get("COMPATKIT_PAUSE_AT", "").partition(":")
+    pause_at, _, go = _hooks[1].partition(":")
     if pause_at and int(pause_at) == _steps:
         _wait_for(go)
 
@@ -258,6 +267,7 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
     """Run one all-or-nothing transaction. On any error, restore and raise CompatkitError."""
     if not changes:
         return
+    _arm()
     try:
         modes: dict[str, int] = {}
         journal = _write_journal(dist, changes, modes)
@@ -368,6 +378,7 @@ def recover(dist: Dist) -> bool:
         return False
     from compatkit.model import journal
 
+    _arm()
     try:
         _rollback(dist, folder)
     except OSError as exc:
@@ -400,6 +411,7 @@ def discard(dist: Dist) -> bool:
     if not stat.S_ISDIR(os.lstat(folder).st_mode):
         os.unlink(folder)  # a symlink or a file: remove the name, never what it points to
         return True
+    _arm()
     _finish(folder)
     return True
 

@@ -143,6 +143,7 @@ class Record(Value):
         "_paths",
         "_hits",
         "_folders",
+        "_numbered",
     )
 
     def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
@@ -155,6 +156,8 @@ class Record(Value):
         self._paths: list[str] | None = None
         self._hits: dict[str, list[int]] = {}  # a path -> where its lines start in ``_text``
         self._folders: dict[str, bool] = {}  # a folder -> whether a line's path is below it
+        # lines of ``_text`` numbered so far: their starts (sorted) and their numbers
+        self._numbered: tuple[list[int], list[int]] = ([], [])
 
     @classmethod
     def _of_raws(cls, raws: list[str], terminator: str, final_newline: bool) -> Record:
@@ -356,9 +359,27 @@ class Record(Value):
     def index(self, path: str) -> int | None:
         if self._searched():
             assert self._text is not None
-            hits = self._lines_of(path)  # the lines before the first: terminators before it
-            return self._text.count(self.terminator.encode(), 0, hits[0]) if hits else None
+            hits = self._lines_of(path)
+            return self._line_number(hits[0]) if hits else None
         return self._positions.get(path)
+
+    def _line_number(self, start: int) -> int:
+        """How many lines begin before ``start`` (where a line of ``_text`` begins): the
+        terminators before it, counted on from the nearest line numbered already (a plan
+        numbers every file it changes and its bytecode: counting each from the top is
+        quadratic)."""
+        import bisect  # here: only numbering lines needs it
+
+        assert self._text is not None
+        offsets, numbers = self._numbered
+        i = bisect.bisect_right(offsets, start)
+        if i and offsets[i - 1] == start:
+            return numbers[i - 1]
+        base, before = (offsets[i - 1], numbers[i - 1]) if i else (0, 0)
+        number = before + self._text.count(self.terminator.encode(), base, start)
+        offsets.insert(i, start)
+        numbers.insert(i, number)
+        return number
 
     def edit(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
         """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs), on
@@ -399,13 +420,14 @@ class Record(Value):
             done = text.find(end, start) + len(end)
         pieces.append(whole[done:])
 
+        # the paths the kept replaced lines take (edit's ``present``), found once: looked up
+        # per appended row, a search of ``replace`` each is quadratic (a pyc backup per file)
+        renamed = {row.path for p, row in replace.items() if p not in remove and self._lines_of(p)}
+
         def present(path: str) -> bool:  # a line kept has this path (edit's ``present``)
             if path not in remove and path not in replace and self._lines_of(path):
                 return True
-            return any(
-                row.path == path and p not in remove and self._lines_of(p)
-                for p, row in replace.items()
-            )
+            return path in renamed
 
         pieces += [
             r.raw.encode("utf-8", "surrogateescape") + end for r in append if not present(r.path)
