@@ -13,7 +13,7 @@ that (an apply hashes every file it touches several times): the same digests eit
 
 from __future__ import annotations
 
-__all__ = ["SMALL", "Hash", "sha256"]
+__all__ = ["SMALL", "Hash", "digest", "forget", "remember", "sha256"]
 
 TYPE_CHECKING = False
 
@@ -49,3 +49,39 @@ def sha256(data: bytes = b"", small: bool | None = None, size: int | None = None
     import hashlib
 
     return hashlib.sha256(data)
+
+
+# While a session holds a distribution's lock (compatkit.env.session), the digest of each bytes
+# object hashed: a transaction hashes a file's bytes for its RECORD check, its state, its RECORD
+# row and its journal, the same object each time. Keyed by the object's identity and holding
+# the object (so its id is not reused while here); bytes only (immutable); off (None) outside
+# a session, so nothing stays alive after it.
+_memo: list[dict[int, tuple[bytes, bytes]] | None] = [None]
+_depth = [0]
+
+
+def remember() -> None:
+    """From here to the matching :func:`forget`, :func:`digest` hashes each object once."""
+    _depth[0] += 1
+    if _memo[0] is None:
+        _memo[0] = {}
+
+
+def forget() -> None:
+    _depth[0] -= 1
+    if _depth[0] <= 0:
+        _depth[0], _memo[0] = 0, None
+
+
+def digest(data: bytes) -> bytes:
+    """``sha256(data).digest()``; once per bytes object between :func:`remember` and
+    :func:`forget`."""
+    memo = _memo[0]
+    if memo is None or type(data) is not bytes:
+        return sha256(data).digest()
+    hit = memo.get(id(data))
+    if hit is not None and hit[0] is data:
+        return hit[1]
+    value = sha256(data).digest()
+    memo[id(data)] = (data, value)
+    return value

@@ -24,6 +24,7 @@ import fcntl
 import os
 from collections.abc import Iterator, Sequence
 
+from compatkit import digest
 from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names, state_relpath
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
@@ -47,9 +48,14 @@ class Session:
     @classmethod
     @contextlib.contextmanager
     def open(cls, dist: Dist, exclusive: bool = True) -> Iterator[Session]:
-        """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn)."""
+        """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn).
+        While it is open, each bytes object is hashed once (:func:`compatkit.digest.remember`)."""
         with locked(dist, exclusive):
-            yield cls(dist, _recover(dist) if exclusive else False)
+            digest.remember()
+            try:
+                yield cls(dist, _recover(dist) if exclusive else False)
+            finally:
+                digest.forget()
 
     def state(self, patchset: str) -> State | None:
         """``patchset``'s state here (None: not applied), read once per session."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from compatkit.digest import sha256 as _sha256
+from compatkit.digest import digest
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import check_relpath
 from compatkit.value import Value
@@ -67,7 +67,7 @@ class Entry(Value):
 
 
 def sha256(data: bytes) -> str:
-    return _sha256(data).hexdigest()
+    return digest(data).hex()
 
 
 def index(dist_info: str, entries: Sequence[Entry]) -> bytes:

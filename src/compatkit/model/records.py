@@ -16,7 +16,7 @@ import binascii
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 
-from compatkit.digest import sha256
+from compatkit.digest import digest, sha256
 from compatkit.value import Value
 
 TYPE_CHECKING = False  # not typing's: the read-only commands do not import typing
@@ -39,7 +39,7 @@ def hash_bytes(data: bytes, threads: bool = False) -> str:
     the hashing (P1). ``threads``: the caller hashes many files (pristine's
     workers), so always OpenSSL's, faster per byte, which releases the GIL.
     """
-    return record_hash(sha256(data, small=False if threads else None).digest())
+    return record_hash(sha256(data, small=False).digest() if threads else digest(data))
 
 
 def record_hash(digest: bytes) -> str:
