@@ -5,6 +5,8 @@
 - tests_versions: the fast subset on each other supported Python (3.10, 3.12, 3.13), side by side
 - lint: ruff, ruff format --check, mypy --strict, lint-imports (the layers),
   ``compatkit lint`` on every patchset
+- docs: the site (docs/) built with warnings as errors into build/docs/html, then opened in
+  Chromium (tests/project/test_site.py)
 - reliability: the crash, journal, fuzz, concurrency and security tests with a fixed budget
   (``COMPATKIT_FULL=1``: the full run)
 - proof: ``compatkit prove`` for each bundled patchset on its real stack
@@ -208,6 +210,9 @@ def reliability(session: nox.Session) -> None:
     )
 
 
+LINTED = ("src", "tests", "noxfile.py", "bench", "docs/ext", "docs/conf.py")
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff, mypy --strict, lint-imports, compatkit lint of every patchset.
@@ -215,11 +220,59 @@ def lint(session: nox.Session) -> None:
     lint-imports checks pyproject.toml's layer contract (docs/architecture.md); ``compatkit
     lint`` checks each bundled patchset against its pristine target wheel."""
     session.install("-e", ".[test,ray]", "ruff", "mypy", "nox")
-    session.run("ruff", "check", "src", "tests", "noxfile.py", "bench")
-    session.run("ruff", "format", "--check", "src", "tests", "noxfile.py", "bench")
+    session.run("ruff", "check", *LINTED)
+    session.run("ruff", "format", "--check", *LINTED)
     session.run("mypy")
     session.run("lint-imports", "--no-cache")  # [tool.importlinter]: imports go down the layers
     session.run("compatkit", "lint")  # every patchset, against its pristine target wheel
+
+
+DOCS_HTML = ROOT / "build" / "docs" / "html"
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The site: Sphinx (furo, myst-parser) over docs/, warnings as errors (``-W``, ``-n``: a
+    link to a missing page or heading fails), into build/docs/html; the command reference and the
+    patchset pages are generated at build time (docs/ext). Then tests/project/test_site.py opens
+    it in Chromium (Debian's chromium and chromium-driver, installed with apt-get when missing
+    and this is root). ``nox -s docs -- --no-browser`` only builds."""
+    session.install("-e", ".[docs]")
+    session.run(
+        "sphinx-build", "-W", "-n", "--keep-going", "-q", "-b", "html", "docs", str(DOCS_HTML)
+    )
+    session.log(f"the site: {DOCS_HTML / 'index.html'}")
+    if "--no-browser" in session.posargs:
+        return
+    _chromium(session)
+    session.run(
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "tests/project/test_site.py",
+        *[a for a in session.posargs if a != "--no-browser"],
+        env={"COMPATKIT_DOCS_HTML": str(DOCS_HTML)},
+    )
+
+
+def _chromium(session: nox.Session) -> None:
+    """Debian's chromium and chromedriver, installed when missing (as root, with apt-get)."""
+    import os
+    import shutil
+
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        session.error(
+            "the browser test needs chromium and chromedriver: install Debian's chromium and "
+            "chromium-driver (or run nox -s docs -- --no-browser)"
+        )
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", external=True, env=env)
+    session.run(
+        "apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium",
+        "chromium-driver", external=True, env=env,
+    )  # fmt: skip
 
 
 def _stack_name(stack: list[str], python: str = PYTHON) -> str:

@@ -1,4 +1,4 @@
-"""The exceptions compatkit turns into exit codes (see README, "Exit codes")."""
+"""The exceptions compatkit turns into exit codes (docs/reference/exit-codes.md)."""
 
 from __future__ import annotations
 

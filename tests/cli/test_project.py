@@ -190,11 +190,23 @@ def test_fixture_requires_one_patchset(demo: Demo, tmp_path: Path) -> None:
     assert _sh([str(bin_ / "pytest"), "-q", "-p", "no:cacheprovider"], proj).returncode == 0
 
 
-def _readme_block(title: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+WORKFLOWS = {  # the pages that hold each tested workflow
+    "uv": "howto/project.md", "pip": "howto/project.md", "tool": "howto/project.md",
+    "docker": "howto/project.md", "uv-wheel": "howto/wheels.md", "docker-wheel": "howto/wheels.md",
+}  # fmt: skip
+
+
+def _workflow_text(title: str) -> str:
+    text = (ROOT / "docs" / WORKFLOWS[title]).read_text()
     match = re.search(rf"<!-- workflow: {title} -->\n```\w*\n(.*?)```", text, re.S)
-    assert match, f"README lacks the {title} workflow"
-    return [ln for ln in match.group(1).splitlines() if ln.strip() and not ln.startswith("#")]
+    assert match, f"docs/{WORKFLOWS[title]} lacks the {title} workflow"
+    return match.group(1)
+
+
+def _doc_block(title: str) -> list[str]:
+    """The workflow's commands, comments and blank lines left out."""
+    lines = _workflow_text(title).splitlines()
+    return [ln for ln in lines if ln.strip() and not ln.startswith("#")]
 
 
 @pytest.mark.real
@@ -204,7 +216,7 @@ def _readme_block(title: str) -> list[str]:
 def test_readme_workflows_run(title: str, tmp_path: Path) -> None:
     root = _sample_project(tmp_path)
     (root / "requirements.txt").write_text(f"{root}/wheels/demo-1.0-py3-none-any.whl\npytest\n")
-    script = "\n".join(_readme_block(title))
+    script = "\n".join(_doc_block(title))
     # compatkit is not on PyPI: the blocks install it from COMPATKIT_SRC, a clone (this one)
     env_setup = f"set -e\ncd {root}\n{sys.executable} -m venv .venv\n"
     if title == "pip":
@@ -227,7 +239,7 @@ def test_readme_workflows_run(title: str, tmp_path: Path) -> None:
 
 
 def test_dockerfile_snippet_uses_the_tested_commands() -> None:
-    docker = "\n".join(_readme_block("docker"))
+    docker = "\n".join(_doc_block("docker"))
     assert "-r requirements.txt" in docker and "compatkit apply" in docker
     # compatkit is not on PyPI: the image installs the clone the build context holds
     assert "COPY compatkit/ /opt/compatkit/" in docker and "/opt/compatkit \\" in docker
@@ -272,7 +284,7 @@ def _tool_env(root: Path, index: str) -> dict[str, str]:
 @needs_uv
 def test_readme_uv_wheel_workflow_locks_the_patched_wheel(tmp_path: Path) -> None:
     root = _sample_project(tmp_path)
-    script = "set -e\n" + _as_demo(_readme_block("uv-wheel"))
+    script = "set -e\n" + _as_demo(_doc_block("uv-wheel"))
     with local_index([root / "wheels" / "demo-1.0-py3-none-any.whl"]) as index:
         run = _sh(["bash", "-c", script], root, env_extra=_tool_env(root, index))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -303,11 +315,9 @@ def _dockerfile_runs(block: str) -> tuple[str, str]:
 @pytest.mark.slow
 @needs_uv
 def test_readme_docker_wheel_workflow_runs(tmp_path: Path) -> None:
-    text = (ROOT / "README.md").read_text()
-    match = re.search(r"<!-- workflow: docker-wheel -->\n```\w*\n(.*?)```", text, re.S)
-    assert match, "README lacks the docker-wheel workflow"
-    build, run_cmd = _dockerfile_runs(_as_demo([match.group(1)]))
-    assert "COPY wheels/ wheels/" in match.group(1) and "compatkit verify" in run_cmd
+    block = _workflow_text("docker-wheel")
+    build, run_cmd = _dockerfile_runs(_as_demo([block]))
+    assert "COPY wheels/ wheels/" in block and "compatkit verify" in run_cmd
     root = _sample_project(tmp_path)
     with local_index([root / "wheels" / "demo-1.0-py3-none-any.whl"]) as index:
         host = _sh(["bash", "-c", build], root, env_extra=_tool_env(root, index))
@@ -318,7 +328,7 @@ def test_readme_docker_wheel_workflow_runs(tmp_path: Path) -> None:
         shutil.copy(whl, app / "wheels")
     (app / "requirements.txt").write_text("demo==1.0\n")
     assert "wheels/*.whl /opt/compatkit " in run_cmd
-    assert "COPY compatkit/ /opt/compatkit/" in match.group(1)
+    assert "COPY compatkit/ /opt/compatkit/" in block
     run_cmd = run_cmd.replace("wheels/*.whl /opt/compatkit ", f"wheels/*.whl {ROOT} ")  # the clone
     script = f"set -e\n{sys.executable} -m venv /tmp/ck-img-{os.getpid()}\n"
     script += f". /tmp/ck-img-{os.getpid()}/bin/activate\n{run_cmd}\n"

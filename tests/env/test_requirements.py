@@ -55,7 +55,7 @@ def test_target_met_unmet_and_not_installed() -> None:
     assert _problems(ps, vllm="0.16.0+cu128") == []  # a local version is that release
     assert _problems(ps, vllm="0.16.1rc1") == []  # prereleases count, as installed
     assert _problems(ps, vllm="0.17.0") == ["needs vllm<0.17,>=0.16, found vllm 0.17.0"]
-    assert _problems(ps) == ["needs vllm>=0.16,<0.17, which is not installed"]
+    assert _problems(ps) == ["needs vllm<0.17,>=0.16, which is not installed"]  # one way
 
 
 def test_requirements_met_unmet_not_installed_and_marked_out() -> None:

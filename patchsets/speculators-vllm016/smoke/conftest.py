@@ -30,8 +30,10 @@ installed, on a CPU-only host; only the GPU side is faked:
 Expensive imports (vLLM, ~15 s) happen inside fixtures, once per session.
 """
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 import threading
 from collections import deque
@@ -43,8 +45,11 @@ import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-# Remote-code tokenizers are copied into HF_MODULES_CACHE; keep that out of ~.
-os.environ.setdefault("HF_MODULES_CACHE", tempfile.mkdtemp(prefix="smoke-hf-modules-"))
+# Remote-code tokenizers are copied into HF_MODULES_CACHE; keep that out of ~, in a folder of
+# this run's own that goes when the run ends.
+if "HF_MODULES_CACHE" not in os.environ:
+    os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="smoke-hf-modules-")
+    atexit.register(shutil.rmtree, os.environ["HF_MODULES_CACHE"], ignore_errors=True)
 
 HIDDEN = 4  # fake captured row: (layer id, position in prompt, token id, 1.0)
 NUM_LAYERS = 4

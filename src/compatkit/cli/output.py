@@ -116,6 +116,15 @@ class Output:
             print(json.dumps(doc, indent=2, default=str))
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun, singular for one.
+
+    >>> count(1, "patch", "patches"), count(3, "file")
+    ('1 patch', '3 files')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
+
+
 def error(message: str, problems: Sequence[str] = ()) -> None:
     """An error on stderr: ``compatkit: error: MESSAGE``, then one indented line a problem."""
     print(f"compatkit: error: {message}", file=sys.stderr)

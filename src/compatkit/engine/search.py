@@ -26,6 +26,7 @@ LAST_EXCEPTION, EXCEPTION, PLAIN, PATH = 3.0, 1.5, 1.0, 0.1
 FRAME_EXACT, FRAME_FILE, PHRASE_WORD, MIN_PHRASE = 8.0, 1.0, 0.8, 4
 MAX_PHRASE = 2000  # words of the last exception matched as a phrase: its start says what it is
 SURE_WORDS = 3  # distinct words in common that make a match more than chance
+SHORT = 6  # words of a plain description ("prefix caching") that, all in a title, are sure
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w.<>]+))?')
 # _REF and _PATH start only where a run of their characters starts: tried inside a run too,
@@ -287,20 +288,30 @@ def _word_score(query: Query, doc: Doc, idf: Mapping[str, float]) -> tuple[float
 
 
 def _sure(query: Query, doc: Doc, phrase: float) -> bool:
-    """More than chance: an exact frame, a phrase, or SURE_WORDS distinct words in common."""
+    """More than chance: an exact frame, a phrase, SURE_WORDS distinct words in common, or
+    every word (two at least) of a short plain description in the title or symptom."""
     if phrase > 0 or any(f.line is not None and (f.file, f.line) in doc.refs for f in query.frames):
         return True
-    return sum(1 for token in doc.weights if token in query.words) >= SURE_WORDS
+    if sum(1 for token in doc.weights if token in query.words) >= SURE_WORDS:
+        return True
+    plain = not query.exceptions and not query.frames and 2 <= len(query.words) <= SHORT
+    return plain and all(doc.weights.get(t, (0, ""))[1] in PHRASE_FIELDS for t in query.words)
 
 
 def rank(query: Query, docs: Sequence[Doc]) -> list[Candidate]:
     """Every doc that matches at all, best first (ties keep the order of ``docs``)."""
     idf = _idf(docs)
     out = []
+    plain = not query.exceptions and not query.frames
     for doc in docs:
         parts = [_frame_score(query, doc, idf), _phrase_score(query, doc, idf)]
         parts.append(_word_score(query, doc, idf))
         score = sum(s for s, _ in parts)
+        common = sum(1 for token in doc.weights if token in query.words)
+        if plain and (parts[1][0] > 0 or common >= 2):
+            # a plain description ("prefix caching", "No module named 'vllm'") is the error
+            # as the user saw it: it counts as a last exception line does (one word: chance)
+            score *= LAST_EXCEPTION
         if score > 0:
             why = tuple(w for _, reasons in parts for w in reasons)
             sure = _sure(query, doc, parts[1][0])

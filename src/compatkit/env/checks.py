@@ -40,7 +40,7 @@ def _version_problem(facts: Facts, text: str, found: str | None) -> str | None:
 def target_problem(ps: Patchset, dist: Dist | None) -> str | None:
     """Why the installed target does not fit ``ps`` (None: it fits)."""
     if dist is None:
-        return f"needs {ps.distribution}{ps.specifier_text}, which is not installed"
+        return f"needs {ps.target}, which is not installed"
     if not ps.accepts(dist.version):
         return f"needs {ps.target}, found {ps.distribution} {dist.version}"
     return None

@@ -20,6 +20,11 @@ from compatkit.load.trust import Finding, Resolver, check_folder, refusal, shown
 from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
+
 
 def bundled_dirs() -> list[Path]:
     """The shipped patchsets: inside the wheel, or the repository's ``patchsets/``."""
@@ -46,10 +51,28 @@ def package_dirs() -> list[tuple[str, Path]]:
 
         dist = PathDistribution(dist_info)
         for ep in dist.entry_points.select(group=GROUP):
-            where = ep.value.split(":")[0].strip()
-            folder = Path(str(dist.locate_file(where.replace(".", "/"))))
-            found.append((f"package {dist.name} {dist.version}", folder))
+            label = f"package {shown(dist.name)} {shown(dist.version)}"
+            found.append((label, _entry_folder(dist, ep.name, ep.value, label)))
     return sorted(found)
+
+
+def _entry_folder(dist: Distribution, name: str, value: str, label: str) -> Path:
+    """The package folder an entry point names, which must be one of the distribution's own:
+    a dotted name of identifiers (``team.sets``), below which its RECORD lists a file.
+    Anything else (``..tmp.some.folder``, a path, a folder it does not install) is refused
+    with one line: a package may only ship the patchsets it installs."""
+    where = value.split(":")[0].strip()
+    parts = where.split(".")
+    rel = "/".join(parts)
+    record = dist.read_text("RECORD") or ""
+    listed = any(row.startswith(f"{rel}/") for row in record.splitlines())
+    if not all(p.isidentifier() for p in parts) or not listed:
+        raise UsageError(
+            f"{label}: entry point {shown(f'{name} = {value}')} of group {GROUP} names no "
+            f"package folder of its own distribution; a package may ship only the patchsets "
+            f"it installs (remove the package, or fix its entry_points.txt)"
+        )
+    return Path(str(dist.locate_file(rel)))
 
 
 def _declaring(site_dirs: Sequence[str]) -> Iterator[Path]:

@@ -98,7 +98,10 @@ def load_matrix(path: Path) -> list[Cell]:
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such matrix file") from None
+        raise UsageError(
+            f"{path}: no such matrix file (run from the folder that holds it, or name it: "
+            "--matrix FILE)"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise PatchFormatError(f"{path}: {exc}") from None
     return parse_matrix(data, str(path))

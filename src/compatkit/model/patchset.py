@@ -13,6 +13,7 @@ from pathlib import Path
 from compatkit.errors import PatchFormatError
 from compatkit.model import answers
 from compatkit.model.diff import FileDiff, parse_diff, shown
+from compatkit.model.mail import read_mail
 from compatkit.value import Value
 
 TYPE_CHECKING = False
@@ -264,7 +265,7 @@ def split_patch(text: str) -> tuple[dict[str, str], str, int]:
 def parse_patch(path: Path, raw: bytes, eager: bool = True) -> Patch:
     """Parse one patch file; ``eager=False`` leaves the diff to be parsed on first use."""
     label = shown(path.name)
-    text = raw.decode("utf-8", "surrogateescape")
+    text = read_mail(raw, label).decode("utf-8", "surrogateescape")
     if not text.strip():
         raise PatchFormatError(f"{label}: empty patch file")
     fields, body, first_line = split_patch(text)

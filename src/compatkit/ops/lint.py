@@ -18,7 +18,7 @@ from packaging.version import Version
 from compatkit.delivery.wheels import WheelSource, pristine
 from compatkit.engine.hunks import HunkMismatch, apply_file
 from compatkit.engine.rebase import syntax_error
-from compatkit.errors import CompatkitError
+from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.authoring import SMOKE_TODO_MARK, TODO
 from compatkit.load.registry import Registry
 from compatkit.load.validate import validate
@@ -30,11 +30,11 @@ from compatkit.model.paths import check_relpath
 def _targets(registry: Registry, names: list[str], dirs: list[Path]) -> list[Path]:
     if names:
         return [
-            Path(n) if (Path(n) / "patchset.toml").is_file() else registry.location(n)
+            Path(n) if (Path(n) / "patchset.toml").is_file() else _location(registry, n)
             for n in names
         ]
     if not dirs:
-        return [registry.location(n) for n in registry.names()]
+        return [_location(registry, n) for n in registry.names()]
     found: list[Path] = []
     for d in dirs:
         if (d / "patchset.toml").is_file():
@@ -42,6 +42,15 @@ def _targets(registry: Registry, names: list[str], dirs: list[Path]) -> list[Pat
         elif d.is_dir():
             found += sorted(c for c in d.iterdir() if (c / "patchset.toml").is_file())
     return found
+
+
+def _location(registry: Registry, name: str) -> Path:
+    """Where patchset ``name`` is; a name two sources claim is refused with the line
+    ``list``, ``status`` and ``apply`` give (lint would otherwise check one of the two)."""
+    where = registry.location(name)
+    if (clash := registry.conflict(name)) is not None:
+        raise UsageError(clash)
+    return where
 
 
 class Lint:

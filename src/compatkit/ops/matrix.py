@@ -206,6 +206,28 @@ def run_cell(
     return doc
 
 
+def not_the_cells(packages: list[str], installed: dict[str, str | None]) -> list[str]:
+    """How the environment misses the cell's pinned packages (``name==1.0``), one phrase each.
+
+    >>> not_the_cells(["a==1.0", "b==2"], {"a": "1.1", "b": None})
+    ['needs a==1.0, found a 1.1', 'needs b==2, not installed']
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found = []
+    for pin in packages:
+        try:
+            req = Requirement(pin)
+        except InvalidRequirement:
+            continue
+        have = installed.get(req.name)
+        if have is None:
+            found.append(f"needs {pin}, not installed")
+        elif not req.specifier.contains(have, prereleases=True):
+            found.append(f"needs {pin}, found {req.name} {have}")
+    return found
+
+
 def jobs(matrix: Path) -> dict[str, list[dict[str, str]]]:
     """The GitHub Actions job matrix: {"include": [{"cell": ..., "python": ...}, ...]}."""
     return {"include": [{"cell": c.id, "python": c.python} for c in load_matrix(matrix)]}

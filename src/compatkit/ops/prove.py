@@ -67,7 +67,7 @@ def prove_patchset(
     """Run the three rounds; ``progress`` is told each step as one line."""
     ps = registry.get(name)
     patches = select(ps, [])
-    require_pytest(env)
+    require_pytest(env, ps)
     dist = env.require(ps.distribution)
     if load_state(dist, ps.name) is not None:
         raise CompatkitError(f"{ps.name} is applied; revert it before proving")

@@ -65,11 +65,22 @@ def exec_dir(registry: Registry, env: Environment, names: list[str], force: bool
     return base / prep.key
 
 
-def child_environ(root: Path, base: dict[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: ours) with ``root`` first on PYTHONPATH."""
+def child_environ(
+    root: Path, base: dict[str, str] | None = None, python: str | None = None
+) -> dict[str, str]:
+    """``base`` (default: ours) with ``root`` first on PYTHONPATH; with ``python`` (the target
+    interpreter), as a venv's activation leaves it: its folder first on PATH, and VIRTUAL_ENV
+    naming the venv when it is one (a ``pyvenv.cfg`` above that folder)."""
     environ = dict(os.environ if base is None else base)
     rest = environ.get("PYTHONPATH")
     environ["PYTHONPATH"] = os.pathsep.join([str(root), *([rest] if rest else [])])
+    if python is not None:
+        folder = os.path.dirname(os.path.abspath(python))
+        path = environ.get("PATH")
+        environ["PATH"] = os.pathsep.join([folder, *([path] if path else [])])
+        venv = os.path.dirname(folder)
+        if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+            environ["VIRTUAL_ENV"] = venv
     return environ
 
 

@@ -41,13 +41,20 @@ def _overlay(ps: Patchset, tmp: Path) -> Path:
     return tmp
 
 
-def require_pytest(env: Environment) -> None:
+def require_pytest(env: Environment, ps: Patchset) -> None:
+    """pytest in the target; where neither it nor ``ps``'s target is there, the mistake is
+    the environment (compatkit's own when ``--python`` was left out), and the line says so."""
     proc = subprocess.run([env.executable, "-c", "import pytest"], capture_output=True)
-    if proc.returncode != 0:
+    if proc.returncode == 0:
+        return
+    if env.find(ps.distribution) is None:
         raise CompatkitError(
-            f"pytest is not installed in the target environment ({env.executable}); "
-            f"install it there, e.g. '{install_hint(env.executable, 'pytest')}'"
+            f"{ps.name}: {ps.distribution} is not installed in {env.describe()}{env.hint()}"
         )
+    raise CompatkitError(
+        f"pytest is not installed in the target environment ({env.executable}); "
+        f"install it there, e.g. '{install_hint(env.executable, 'pytest')}'"
+    )
 
 
 def install_hint(python: str, package: str) -> str:

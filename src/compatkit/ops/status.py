@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from compatkit import bounded
 from compatkit.env.checks import (
     PatchStatus,
     constraint_problems,
@@ -11,6 +15,7 @@ from compatkit.env.checks import (
 from compatkit.env.session import Session
 from compatkit.env.state import State, load_state
 from compatkit.env.target import Dist, Environment
+from compatkit.errors import CompatkitError
 from compatkit.model.patchset import Patchset
 from compatkit.model.results import DiffState, PatchsetState, PatchState
 from compatkit.value import Value
@@ -18,8 +23,6 @@ from compatkit.value import Value
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from compatkit.load.registry import Registry
 
 
@@ -57,7 +60,7 @@ def not_applicable(found: Inspection) -> str | None:
         return None
     ps = found.patchset
     if found.dist is None:
-        return f"needs {ps.distribution}{ps.specifier_text}, not installed"
+        return f"needs {ps.target}, not installed"
     return found.statuses[0].detail
 
 
@@ -96,6 +99,27 @@ def unmet_constraints(ps: Patchset, env: Environment) -> list[str]:
     return constraint_problems(ps, env)
 
 
+def runtime_served(ps: Patchset, env: Environment) -> str | None:
+    """The runtime folder whose ``.pth`` start (``runtime install --pth``) serves ``ps`` to
+    every process of ``env``, else None; without such a start, one ``stat`` per site folder."""
+    from compatkit.runtime.startfiles import PTH_NAME  # names only
+
+    for base in env.paths:
+        pth = os.path.join(base, f"{PTH_NAME}.pth")
+        if not os.path.isfile(pth):
+            continue
+        from compatkit.runtime.install import read_manifest
+
+        try:
+            root = bounded.read(pth, bounded.SMALL, head=True).decode().splitlines()[1].strip()
+            served = read_manifest(Path(root)).get("patchsets", [])
+        except (OSError, UnicodeDecodeError, IndexError, bounded.Refused, CompatkitError):
+            continue  # not a start of ours, or a folder runtime status reports on
+        if any(isinstance(s, dict) and s.get("name") == ps.name for s in served):
+            return root
+    return None
+
+
 def fits(ps: Patchset, env: Environment, dist: Dist) -> bool:
     """Whether ``ps``'s target and requirements are met by ``dist`` in ``env``."""
     return not requirement_problems(ps, env, dist)
@@ -106,12 +130,18 @@ class PatchsetStatus(Value):
     environment does not meet, why it does not apply here when that is all there is to show
     (``reason``: one line instead of a table), and the next step for a stale patched wheel."""
 
-    __slots__ = ("found", "unmet", "reason", "next_step")
+    __slots__ = ("found", "unmet", "reason", "next_step", "runtime")
 
     def __init__(
-        self, found: Inspection, unmet: list[str], reason: str | None, next_step: str | None
+        self,
+        found: Inspection,
+        unmet: list[str],
+        reason: str | None,
+        next_step: str | None,
+        runtime: str | None = None,  # the runtime folder serving it, when not applied on disk
     ) -> None:
         self.found, self.unmet, self.reason, self.next_step = found, unmet, reason, next_step
+        self.runtime = runtime
 
     def to_json(self) -> dict[str, object]:
         ps, dist, state = self.found.patchset, self.found.dist, self.found.state
@@ -124,6 +154,7 @@ class PatchsetStatus(Value):
             "applied_version": state.version if state else None,
             "unmet_constraints": self.unmet,
             "next_step": self.next_step,
+            "runtime": self.runtime,
             "patches": [
                 {"id": s.id, "status": s.status, "detail": s.detail, "startup_code": s.startup}
                 for s in self.found.statuses
@@ -170,7 +201,8 @@ def status(
                 from compatkit.delivery.wheelpin import stale_wheel
 
                 hint = stale_wheel(here.dist, ps.target)
-        found.append(PatchsetStatus(here, unmet_constraints(ps, env), reason, hint))
+        served = runtime_served(ps, env) if here.state is None and reason is None else None
+        found.append(PatchsetStatus(here, unmet_constraints(ps, env), reason, hint, served))
     moved: list[str] = []
     if pyproject is not None and wheels:
         from compatkit.delivery.wheelpin import project_mismatches

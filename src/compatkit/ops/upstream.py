@@ -176,7 +176,7 @@ def check_release(
     """Classify ``ps`` against the release ``req`` installed in ``target``: the installed
     distribution, the patchset's requirements it does not meet (checked, never installed),
     and each patch's verdict."""
-    require_pytest(target)
+    require_pytest(target, ps)
     dist = target.require(ps.distribution)
     if not req.specifier.contains(dist.version, prereleases=True):
         raise CompatkitError(f"the target has {dist.name} {dist.version}, not {req}")

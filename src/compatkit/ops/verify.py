@@ -73,8 +73,9 @@ def problems(registry: Registry, env: Environment, name: str) -> list[str]:
     # that distribution is read (issue 36)
     target = registry.get(name).distribution if name in registry.names() else None
     dist = locate(registry, env, name, target)
-    if dist is None:
-        return [f"{name}: its target distribution is not installed"]
+    if dist is None:  # which environment was looked at, and how to target another
+        what = f"its target distribution {target}" if target else "its target distribution"
+        return [f"{name}: {what} is not installed in {env.describe()}{env.hint()}"]
     with Session.open(dist) as s:
         state = s.state(name)
         if state is None and (moved := _moved_on(registry, name, dist)):
@@ -116,7 +117,7 @@ def _moved_on(registry: Registry, name: str, dist: Dist) -> str | None:
         return None
     from compatkit.delivery.wheelpin import stale_wheel
 
-    hint = stale_wheel(dist, f"{ps.distribution}{ps.specifier_text}")
+    hint = stale_wheel(dist, ps.target)
     return f"{name}: {hint}" if hint else None
 
 

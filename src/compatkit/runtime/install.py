@@ -221,7 +221,7 @@ def _pyc(source: bytes, path: str, st: os.stat_result | None) -> bytes:
 def _write_pth(
     pth: Path, root: Path, hook: str, modules: list[str], names: list[str], tag: str | None
 ) -> None:
-    """compatkit's own start-up code (README, "Runtime mode"), the .pth last: the boot module
+    """compatkit's own start-up code (docs/howto/runtime.md), the .pth last: the boot module
     and its pyc (the target's, where compatkit writes its bytecode and site-packages has a
     real ``__pycache__`` folder: else Python compiles it, as any module), the ``.pth`` (one
     path line, one import line), the ``.start``."""
@@ -327,6 +327,8 @@ def remove(root: Path, site: Path | None = None) -> list[str]:
             if _own_startup(boot, root) and os.path.isdir(cache) and not os.path.islink(cache):
                 for pyc in cache.glob(f"{startfiles.BOOT_MODULE}.*.pyc"):  # its bytecode only
                     pyc.unlink()
+                with contextlib.suppress(OSError):  # the folder install made, if now empty
+                    os.rmdir(cache)
             for path in [pth, *(p for p in (start, boot) if _own_startup(p, root))]:
                 path.unlink()
                 removed.append(str(path))

@@ -127,7 +127,9 @@ def _fitting(ps: Patchset, env: Environment, force: bool) -> tuple[Dist, list[tu
     ``apply --force``: a version mismatch or an unmet requirement)."""
     dist = env.find(ps.distribution)
     problems = requirement_problems(ps, env, dist)
-    if dist is None or (problems and not force):
+    if dist is None:  # which environment was looked at, and how to target another
+        raise CompatkitError(f"{ps.name}: {problems[0]} in {env.describe()}{env.hint()}")
+    if problems and not force:
         raise CompatkitError(f"{ps.name} does not fit this environment: {problems[0]}")
     if load_state(dist, ps.name) is not None:
         raise CompatkitError(

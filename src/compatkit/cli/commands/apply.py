@@ -7,6 +7,7 @@ environment (:mod:`compatkit.ops.project`).
 
 from __future__ import annotations
 
+from compatkit.cli.output import count
 from compatkit.errors import UsageError
 from compatkit.model.results import Action
 
@@ -63,17 +64,19 @@ def render(result: ApplyResult, out: Output) -> None:
     for path, info in shown:
         out.line(f"  {path}: {', '.join(info['patches'])}{info['note']}")
     if len(shown) < len(report):
-        out.line(f"  ... and {len(report) - len(shown)} more files (--json lists them all)")
+        more = count(len(report) - len(shown), "more file")
+        out.line(f"  ... and {more} (--json lists them all)")
     if dry_run:
         out.line(
-            f"{ps.name}: {verb} {len(state.applied)} patches: {result.writes} file changes "
+            f"{ps.name}: {verb} {count(len(state.applied), 'patch', 'patches')}: "
+            f"{count(result.writes, 'file change')} "
             "(patched files, RECORD, compatkit's state and backups, moved bytecode); nothing "
             "was changed"
         )
         return
     left = f", excluded {', '.join(state.excluded)}" if state.excluded else ""
     out.line(
-        f"{ps.name} {ps.version}: {verb} {len(state.applied)} patches to "
+        f"{ps.name} {ps.version}: {verb} {count(len(state.applied), 'patch', 'patches')} to "
         f"{dist.name} {dist.version}{result.replacing()}{left}",
         style="green",
     )

@@ -20,10 +20,12 @@ def run(args: Namespace, ctx: Context) -> int:
 
     ops.check_id(args.id)
     into = args.output or Path("patchsets")
+    searched = ctx.patchset_dirs  # what a later command searches without options
     if args.output is not None:
         output_dir(args.output, "-o")
         ops.make_dir(args.output)
-        args.patchset_dir.append(args.output)  # searched too: a second patch goes beside the first
+    if into.is_dir():  # searched too: a second patch goes beside the first
+        args.patchset_dir.append(into)
     where = (args.distribution, args.patchset, args.id, args.title, into, ctx.wheels())
     result = ops.diff(ctx.registry, ctx.env, *where)
     out = ctx.out
@@ -38,8 +40,20 @@ def run(args: Namespace, ctx: Context) -> int:
     out.line(
         f"{args.patchset}: wrote {written} (pristine bytes from {result.pristine_from})", "green"
     )
-    out.line(
-        f"{args.id} is recorded as applied; fill in the TODO fields, then "
-        f"'compatkit lint {args.patchset}'"
-    )
+    lint = _lint_command(ctx, args.patchset, into, searched)
+    out.line(f"{args.id} is recorded as applied; fill in the TODO fields, then '{lint}'")
     return 0
+
+
+def _lint_command(ctx: Context, name: str, into: Path, searched: list[Path]) -> str:
+    """``compatkit lint NAME``, with ``--patchset-dir DIR`` where a plain run from here
+    would not find the patchset (a new one in ``-o DIR`` or ``./patchsets``)."""
+    registry = ctx.registry
+    root = registry.location(name) if name in registry.names() else None
+    if root is not None and (
+        registry.source(root) == "bundled" or any(root.parent == d.resolve() for d in searched)
+    ):
+        return f"compatkit lint {name}"
+    import shlex  # only here
+
+    return f"compatkit lint --patchset-dir {shlex.quote(str(into))} {name}"

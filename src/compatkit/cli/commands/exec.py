@@ -3,6 +3,10 @@
 ``--force`` means what ``apply --force`` means: prepare despite a version mismatch or an unmet
 requirement, and on files that differ from their RECORD hash (as they are).
 
+COMMAND runs as in an activated target environment: the target interpreter's folder comes first
+on ``PATH`` (and ``VIRTUAL_ENV`` names the venv), so ``-- python ...`` runs the ``--python``
+interpreter, the one the patches were prepared for, not whichever ``python`` came first.
+
 Exit code: COMMAND's own (128 + N when a signal N ended it); 1 when a patchset does not fit or
 a diff does not apply (COMMAND does not run); 2 for usage errors; 127 when COMMAND is not found.
 """
@@ -36,7 +40,7 @@ def run(args: Namespace, ctx: Context) -> int:
         )
     root = ops.exec_dir(ctx.registry, ctx.env, names, args.force)
     try:
-        proc = subprocess.run(command, env=ops.child_environ(root))
+        proc = subprocess.run(command, env=ops.child_environ(root, python=ctx.env.executable))
     except (FileNotFoundError, PermissionError) as exc:
         raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror}") from None
     code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode

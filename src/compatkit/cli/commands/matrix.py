@@ -52,7 +52,7 @@ def run(args: Namespace, ctx: Context) -> int:
 
 
 def _run_cell(args: Namespace, ctx: Context) -> int:
-    from compatkit.ops.matrix import run_cell
+    from compatkit.ops.matrix import not_the_cells, run_cell
 
     folder = args.output or RESULTS
     output_dir(folder, "-o")
@@ -70,7 +70,13 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
             ],
         )
     if doc["mismatches"]:
-        return out.fail(doc, f"cell {cell} differs from matrix.toml", doc["mismatches"])
+        what = f"cell {cell} differs from matrix.toml"
+        if misses := not_the_cells(doc["packages"], doc["installed"]):
+            what += (
+                f"; this environment is not the cell's ({'; '.join(misses)}): build it "
+                f"(nox -s \"matrix(cell='{cell}')\") or pass --python to one that is"
+            )
+        return out.fail(doc, what, doc["mismatches"])
     out.result(doc)
     out.line(f"cell {cell}: every patch as expected ({doc['seconds']} s)", style="green")
     return 0

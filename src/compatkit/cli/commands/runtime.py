@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from compatkit.cli.output import count
 from compatkit.errors import UsageError
 
 TYPE_CHECKING = False
@@ -65,7 +66,8 @@ def _verify(report: RuntimeReport, out: Output) -> int:
     out.result(report.verify_json())
     names = ", ".join(c.name for c in report.checks)
     out.line(
-        f"verified: {names} applied at import time by {report.root} ({report.served} patches); "
+        f"verified: {names} applied at import time by {report.root} "
+        f"({count(report.served, 'patch', 'patches')}); "
         "every installed file is the one they were prepared for",
         style="green",
     )

@@ -16,7 +16,7 @@ def run(args: Namespace, ctx: Context) -> int:
     out, env = ctx.out, ctx.env
     ps = ctx.registry.get(args.patchset)
     selected = select(ps, args.patch)
-    require_pytest(env)
+    require_pytest(env, ps)
     state = applied_state(ps, env)
     applied, excluded = state if state else ([], [])
     where = (

@@ -43,13 +43,16 @@ def status(
                 else f"{ps.distribution} is not installed"
             )
             rows = [[s.id, _title(ps, s.id), str(s.status), s.detail] for s in found.statuses]
+            summary = str(found.summary)
+            if one.runtime:
+                summary += f" on disk; served to every process by the runtime hook in {one.runtime}"
             out.table(
-                f"{ps.name} {ps.version} → {ps.target} ({where}): {found.summary}",
+                f"{ps.name} {ps.version} → {ps.target} ({where}): {summary}",
                 ["patch", "title", "state", "detail"],
                 rows,
             )
-        for line in one.unmet:
-            out.line(f"{ps.name}: {line}", style="red")
+            for line in one.unmet:  # of a patchset that does not apply: its one line only
+                out.line(f"{ps.name}: {line}", style="red")
         if one.next_step:
             out.line(f"  {one.next_step}", style="yellow")
     for line in result.project_mismatches:

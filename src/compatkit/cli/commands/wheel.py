@@ -3,6 +3,7 @@ patchset built in."""
 
 from __future__ import annotations
 
+from compatkit.cli.output import count
 from compatkit.cli.outputs import output_dir
 from compatkit.ops.wheel import build_wheel
 
@@ -25,7 +26,7 @@ def run(args: Namespace, ctx: Context) -> int:
     verb = "unchanged" if result.unchanged else "built"
     out.line(
         f"{verb} {result.path} ({result.name} {result.base_version} with {name}: "
-        f"{len(result.applied)} patches, {len(result.files)} files)",
+        f"{count(len(result.applied), 'patch', 'patches')}, {count(len(result.files), 'file')})",
         style="green",
     )
     out.line(f"from {result.source} (proven by {result.proof})")
