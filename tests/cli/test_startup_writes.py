@@ -38,6 +38,7 @@ SHARED = {
     "compatkit.model.names", "compatkit.model.ownership", "compatkit.model.patchset",
     "compatkit.model.paths", "compatkit.model.records", "compatkit.model.results",
     "compatkit.model.startup_code", "compatkit.ops",
+    "compatkit.model.mail",  # a patch file that is a mail (model.patchset reads it): re only
 }  # fmt: skip
 OWN = {
     # apply checks the target (requirements, drift) and validates the patchset it loads
