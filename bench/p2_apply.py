@@ -150,6 +150,14 @@ PYTHON = [Path(sys.executable)]  # bench/run.py's --python: compatkit and patch-
 _skipped: set[str] = set()
 
 
+def _gnu_patch() -> bool:
+    found = shutil.which("patch") is not None
+    if not found and "GNU patch" not in _skipped:
+        _skipped.add("GNU patch")
+        print("  P2 peer GNU patch: no patch on PATH, skipped", flush=True)
+    return found
+
+
 def _patch_ng() -> bool:
     code = "import patch_ng"
     found = subprocess.run([PYTHON[0], "-c", code], capture_output=True).returncode == 0
@@ -193,12 +201,12 @@ def measure(
                 *[[str(PYTHON[0]), "-c", FLOOR, str(plain / "benchpkg"), str(files)]] * 2, env=env
             ),
         }
-        if peers:
+        if peers and _gnu_patch():
             patch = ["patch", "-s", "-p1", "-i", diff]
             sides["GNU patch"] = lambda: _pair(patch, [*patch, "-R"], cwd=plain)
-            if _patch_ng():
-                ng = [str(PYTHON[0]), "-m", "patch_ng", "-q", "-d", str(plain), diff]
-                sides["patch-ng"] = lambda: _pair(ng, [*ng[:-1], "--revert", diff], env=env)
+        if peers and _patch_ng():
+            ng = [str(PYTHON[0]), "-m", "patch_ng", "-q", "-d", str(plain), diff]
+            sides["patch-ng"] = lambda: _pair(ng, [*ng[:-1], "--revert", diff], env=env)
         names = list(sides)
         done = rounds(runs, *sides.values(), warmup=1)
         return Timing(names, done)
