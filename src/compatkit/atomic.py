@@ -6,7 +6,10 @@ it over the target with ``os.replace``. Readers see the old file or the new one,
 one; a hardlink the target shares (uv's cache) is never written through; and a file or FIFO
 planted at a guessable temp name cannot capture the write. With ``exclusive=True`` the target
 must not exist (a new patch file, a new smoke stub): the temp file is linked to its name,
-which fails if that name is taken, so two writers never overwrite each other.
+which fails if that name is taken, so two writers never overwrite each other. With
+``dir_fd``, ``path`` is a name in the folder open as ``dir_fd`` and every call is made relative
+to it (``openat``, ``renameat``): a folder swapped for a link cannot redirect the write
+(:mod:`compatkit.env.beneath` walks site-packages that way).
 
 >>> import pathlib, tempfile
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "report.json"
@@ -48,44 +51,48 @@ def write(
     mtime_ns: int | None = None,
     exclusive: bool = False,
     sync: bool = False,  # fsync before the rename (callers that syncfs at the end skip it)
+    dir_fd: int | None = None,  # ``path`` is a name in this open folder
 ) -> None:
     path = str(path)
     head, prefix = tmp_prefix(path)
     if mode is None:
         try:
-            mode = os.stat(path).st_mode & 0o7777
+            mode = os.stat(path, dir_fd=dir_fd).st_mode & 0o7777
         except FileNotFoundError:
             mode = _default_mode()
-    tmp, fd = _create(head, prefix)
+    tmp, fd = _create(head, prefix, dir_fd)
     try:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
             os.fchmod(fd, mode)
+            if mtime_ns is not None:
+                os.utime(fd, ns=(mtime_ns, mtime_ns))
             if sync:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        if mtime_ns is not None:
-            os.utime(tmp, ns=(mtime_ns, mtime_ns))
         if exclusive:
-            os.link(tmp, path)  # FileExistsError if the name is taken
-            os.unlink(tmp)
+            os.link(
+                tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd
+            )  # FileExistsError if the name is taken
+            os.unlink(tmp, dir_fd=dir_fd)
         else:
-            os.replace(tmp, path)
+            os.replace(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
 
 
-def _create(head: str, prefix: str) -> tuple[str, int]:
+def _create(head: str, prefix: str, dir_fd: int | None = None) -> tuple[str, int]:
     """A new, empty temp file beside the target, open for writing (never an existing name)."""
     for _ in range(100):
-        tmp = os.path.join(head or ".", f"{prefix}{os.urandom(6).hex()}{TMP_SUFFIX}")
+        name = f"{prefix}{os.urandom(6).hex()}{TMP_SUFFIX}"
+        tmp = name if dir_fd is not None and not head else os.path.join(head or ".", name)
         try:
-            return tmp, os.open(tmp, _FLAGS, 0o600)
+            return tmp, os.open(tmp, _FLAGS, 0o600, dir_fd=dir_fd)
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temp name beside {prefix[1:-1]} in {head}")
@@ -115,18 +122,19 @@ def write_text(path: str | Path, text: str, exclusive: bool = False) -> None:
     write(path, text.encode("utf-8", "surrogateescape"), exclusive=exclusive, sync=True)
 
 
-def remove_temps(path: str) -> None:
-    """Delete the temp files an interrupted :func:`write` of ``path`` left (regular files only)."""
+def remove_temps(path: str, dir_fd: int | None = None) -> None:
+    """Delete the temp files an interrupted :func:`write` of ``path`` left (regular files only);
+    with ``dir_fd``, ``path`` is a name in that open folder."""
     head, prefix = tmp_prefix(path)
     try:
-        names = os.listdir(head or ".")
+        names = os.listdir(dir_fd if dir_fd is not None and not head else head or ".")
     except (FileNotFoundError, NotADirectoryError):
         return
     for name in names:
         if name.startswith(prefix) and name.endswith(TMP_SUFFIX):
-            full = os.path.join(head, name)
+            full = name if dir_fd is not None and not head else os.path.join(head, name)
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(full)  # a symlink is unlinked itself, never followed
+                os.unlink(full, dir_fd=dir_fd)  # a symlink is unlinked itself, never followed
 
 
 def copy_tree(source: Path, dest: Path, skip: tuple[str, ...] = ("__pycache__",)) -> None:

@@ -43,6 +43,10 @@ MIB = 1 << 20
 METADATA = 64 * MIB  # RECORD, METADATA, a state file: far above any real one (a few MiB)
 SMALL = MIB  # pyvenv.cfg, a .pth's head, INSTALLER: a few lines each
 INSTALLED = 4 << 30  # a file RECORD lists: wheels' own bound is 2 GiB an entry
+# An installed file read whole, to patch it or compare it with what a patch makes of it: the
+# engine holds it several times over (bytes, text, lines), so a file over this is refused with
+# one line (hashes are streamed, with no bound). Far above any source file of a real stack.
+TEXT = 16 * MIB
 CHUNK = MIB
 HASH_CHUNK = MIB  # one read per hash update: large enough that the syscalls cost little
 
@@ -172,21 +176,16 @@ def tail(fd: int, keep: int, where: str) -> tuple[bytes, bool]:
 def sha256_open(
     fd: int,
     st: os.stat_result,
-    threads: bool = False,
     advance: Callable[[int], None] | None = None,
 ) -> bytes:
     """The SHA-256 digest of the open regular file ``fd`` (``st``: its ``fstat``), read in
     :data:`HASH_CHUNK` pieces into one reused buffer. It hashes what the file holds as it is
     read: one that grows meanwhile is hashed to at most one chunk past its ``fstat`` size, one
     that shrinks to where it ends; either way not its old digest, so it shows as changed.
-    A file of at most :data:`compatkit.digest.SMALL` bytes may take the interpreter's own
-    SHA-256 (no OpenSSL import on the start-up path), as :func:`compatkit.digest.sha256`;
-    ``threads`` (the caller hashes many files, as pristine's workers do): always OpenSSL's,
-    faster per byte than the built-in, and it releases the GIL while it hashes. ``advance``
-    (a progress bar's) is told the size of each piece read."""
-    from compatkit.digest import sha256
+    ``advance`` (a progress bar's) is told the size of each piece read."""
+    from hashlib import sha256
 
-    h = sha256(small=False if threads else None, size=st.st_size)
+    h = sha256()
     buf = bytearray(min(HASH_CHUNK, st.st_size + 1))
     view = memoryview(buf)
     left = st.st_size + HASH_CHUNK  # past its size: it grew while read; stop there
@@ -207,7 +206,6 @@ def sha256(
     dir_fd: int | None = None,
     follow: bool = True,
     where: str = "",
-    threads: bool = False,
     advance: Callable[[int], None] | None = None,
 ) -> bytes:
     """The SHA-256 digest of the regular file ``path``, streamed (:func:`sha256_open`):
@@ -216,6 +214,6 @@ def sha256(
     shown = where or os.fspath(path)
     fd, st = open_regular(path, dir_fd=dir_fd, follow=follow, where=shown)
     try:
-        return sha256_open(fd, st, threads, advance)
+        return sha256_open(fd, st, advance)
     finally:
         os.close(fd)

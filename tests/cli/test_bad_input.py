@@ -208,7 +208,7 @@ def test_output_options_naming_the_wrong_kind_of_thing(demo: Demo, tmp_path: Pat
         (("prove", "demo-fix", "-o", str(a_file)), "not a folder"),
         (("matrix", "report", "--results", str(a_file)), "not a folder"),
         (("matrix", "report", "--results", str(a_folder), "-o", str(a_folder)), "a folder"),
-        (("matrix", "run", "x", "-o", str(a_file)), "not a folder"),
+        (("matrix", "run", "x", "--results", str(a_file)), "not a folder"),
         (("rebase", "demo-fix", "--target", "demo==2.0", "-o", str(a_file)), "not a folder"),
         (("sbom", "-o", str(tmp_path / ("x" * 300))), "File name too long"),
     ]

@@ -2,7 +2,7 @@
 errors now (exit 2, one line, no aliases: the package is unreleased), and the flags that
 replace them reach the commands. The runs that write with them: test_wheelcheck (--overwrite),
 test_diff (-o), test_rebase (--target, -o), test_smoke (prove -o, upstream --target),
-test_matrix (matrix run -o), test_json_keys (matrix report --results -o)."""
+test_matrix (matrix run --results), test_json_keys (matrix report --results -o)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ OLD = [
     (["wheel", "demo-fix", "--force"], "--force"),
     (["prove", "demo-fix", "--report", "r"], "--report"),
     (["matrix", "report", "--docs", "c.md"], "--docs"),
-    (["matrix", "run", "c1", "--results", "r"], "--results"),
+    (["matrix", "run", "c1", "-o", "r"], "-o"),  # a folder there: --results (issue 47)
     (["rebase", "demo-fix", "--target", "demo==2.0", "--to", "demo==2.0"], "--to"),
     (["rebase", "demo-fix", "--target", "demo==2.0", "--into", "d"], "--into"),
     (["upstream", "demo-fix", "--target", "demo==2.0", "--against", "demo==2.0"], "--against"),
@@ -58,7 +58,7 @@ NEW = [
     (["wheel", "p", "-o", "d", "--overwrite"], {"output": "d", "overwrite": True}),
     (["wheel", "p", "--output", "d"], {"output": "d", "overwrite": False}),
     (["prove", "p", "-o", "r"], {"output": "r"}),
-    (["matrix", "run", "c1", "-o", "r"], {"output": "r", "results": None}),
+    (["matrix", "run", "c1", "--results", "r"], {"output": None, "results": "r"}),
     (["matrix", "report", "--results", "r", "-o", "c.md"], {"output": "c.md", "results": "r"}),
     (["rebase", "p", "--target", "d==2", "-o", "x"], {"target": "d==2", "output": "x"}),
     (["upstream", "p", "--target", "d==2"], {"target": "d==2"}),
@@ -109,3 +109,22 @@ def test_completion_offers_the_new_flags_only(capsys: pytest.CaptureFixture[str]
         assert old not in script, old
     assert "_wheel___output_COMPGEN=_shtab_compgen_dirs" in script  # -o DIR: a folder
     assert "_sbom___output_COMPGEN=_shtab_compgen_files" in script  # -o FILE: a file
+
+
+def test_dash_o_is_a_file_or_a_folder_and_its_help_says_which() -> None:
+    """Issue 47: ``-o`` means one kind of thing per command (matrix run's folder is
+    ``--results``, the folder matrix report reads), and its help names it."""
+    import argparse
+
+    from compatkit.cli.parser import build_parser
+
+    top = build_parser()
+    (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    seen = {}
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if "-o" in action.option_strings:
+                word = {"FILE": "file", "DIR": "folder"}.get(str(action.metavar))
+                assert word is not None and word in str(action.help), (name, action.help)
+                seen[name] = action.metavar
+    assert seen["matrix"] == "FILE" and seen["wheel"] == "DIR" and seen["sbom"] == "FILE"

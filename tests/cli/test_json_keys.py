@@ -288,8 +288,9 @@ def test_fleet_json_keys() -> None:
     doc = FleetResult("verify", "x", [node]).to_json()
     assert set(doc) == {"ok", "action", "address", "nodes", "dead_before", "rolled_back"}
     (entry,) = doc["nodes"]
-    assert set(entry) == {"node_id", "address", "ok", "failure", "end_state", "python"} | {
-        "patchsets"
+    assert set(entry) == {"node_id", "address", "ok", "failure", "end_state", "end_reason"} | {
+        "python",
+        "patchsets",
     }
     assert set(entry["patchsets"][0]) == {"name", "state", "action", "ok", "problems", "patches"}
 
@@ -313,8 +314,15 @@ def test_pytest_commands_json_keys(
         ("prove", "demo-fix", "-o", str(tmp_path / "proof")): {"patchset", "patches"},
         ("upstream", "demo-fix", "--target", "demo==1.0"): {"patchset", "target", "patches"}
         | {"unmet_requirements"},
-        ("matrix", "run", "c1", "--matrix", str(matrix), "-o", str(tmp_path / "cells")): CELL.keys()
-        - {"ok"},
+        (
+            "matrix",
+            "run",
+            "c1",
+            "--matrix",
+            str(matrix),
+            "--results",
+            str(tmp_path / "cells"),
+        ): CELL.keys() - {"ok"},
     }
     for argv, keys in cases.items():
         _, out, err = project.run("--json", *argv)

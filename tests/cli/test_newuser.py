@@ -205,12 +205,13 @@ def test_terminal_tables_never_split_a_name(width: int) -> None:
 
     from compatkit.cli.commands.status import list_patchsets
     from compatkit.load.registry import Registry
+    from compatkit.ops.status import listing
 
     out = Output()
     buffer = StringIO()
     out.rich = True
     out._console = Console(file=buffer, width=width, color_system=None, highlight=False)
-    list_patchsets(Registry([]), Environment.current(), out)
+    list_patchsets(listing(Registry([]), Environment.current()), out)
     words = re.split(r"[\s│┃|]+", buffer.getvalue())
     whole = ("speculators-vllm016", "speculators040-vllm016", "transformers<5,>=4.56")
     for name in (*whole, "applicable"):  # nothing split, nothing cut off at the right

@@ -255,7 +255,7 @@ def test_a_line_printed_under_a_bar_stays_on_its_own_stream(
 ) -> None:
     """``matrix run`` prints a line per patchset while its bar runs: a piped stdout gets it
     (rich does not pull it onto the terminal); a terminal's stdout shows it above the bar."""
-    from compatkit.cli.progress import Bar
+    from compatkit.cli.progressbar import Bar
 
     for stdout_on_terminal in (False, True):
         master, slave = os.openpty()
@@ -308,8 +308,9 @@ def test_a_matrix_cell_reports_each_patchset(demo: Demo, tmp_path: Path) -> None
     registry = Registry([demo.patchsets])
     env = Environment.for_python(demo.venv.python)
     counted = Counted()
-    doc = run_cell(registry, env, matrix, "demo", tmp_path / "results", reporter=counted)
-    assert doc["ok"], doc["mismatches"]
+    result = run_cell(registry, env, matrix, "demo", tmp_path / "results", reporter=counted)
+    assert result.ok, result.mismatches
+    assert result.to_json() == json.loads((tmp_path / "results" / "demo.json").read_text())
     [task] = counted.tasks
     assert task.what == ["cell demo", "cell demo: demo-fix (apply)"]
     assert (task.total, task.steps, task.closed) == (1, 1, True)

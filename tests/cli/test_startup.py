@@ -37,7 +37,6 @@ HEAVY = (
     "importlib.metadata",
     "rich",
     "unidiff",
-    "shutil",
     "ctypes",
     "email",
     "cyclonedx",  # the tests' SBOM validator (compatkit[test]); compatkit never imports it

@@ -10,8 +10,8 @@ the benchmark runs it), and every module it loads beyond the interpreter's start
 - every other module by its top-level package, against a closed list of what an apply or a
   revert may load (:data:`STDLIB` and packaging for apply's PEP 440 check), which holds each
   supported Python's names: a new top-level import anywhere on the path fails here, and so does
-  one of :data:`NEVER` (what ``packaging.utils`` pulled in for a distribution's name,
-  ``signal``'s enums, the rich console, ...).
+  one of :data:`NEVER` (what ``packaging.utils`` pulled in for a distribution's name, the rich
+  console, ...).
 
 A change that needs a new module on this path adds it here, with the reason, and measures it
 (docs/benchmarks.md, P5).
@@ -29,7 +29,7 @@ from helpers import Demo
 
 # compatkit below cli/: what an apply and a revert need, and nothing else
 SHARED = {
-    "compatkit", "compatkit.atomic", "compatkit.bounded", "compatkit.digest", "compatkit.errors",
+    "compatkit", "compatkit.atomic", "compatkit.bounded", "compatkit.errors",
     "compatkit.value", "compatkit.engine", "compatkit.engine.hunks", "compatkit.env",
     "compatkit.env.plan", "compatkit.env.session", "compatkit.env.state", "compatkit.env.target",
     "compatkit.env.txn", "compatkit.load", "compatkit.load.cache", "compatkit.load.config",
@@ -39,6 +39,9 @@ SHARED = {
     "compatkit.model.paths", "compatkit.model.records", "compatkit.model.results",
     "compatkit.model.startup_code", "compatkit.ops",
     "compatkit.model.mail",  # a patch file that is a mail (model.patchset reads it): re only
+    # issue 46: every write through folder descriptors (beneath.Tree), another user's
+    # environment refused (owners); issue 47: the rollback checks out of txn (diskcheck)
+    "compatkit.env.beneath", "compatkit.env.owners", "compatkit.env.diskcheck",
 }  # fmt: skip
 OWN = {
     # apply checks the target (requirements, drift) and validates the patchset it loads
@@ -48,15 +51,17 @@ OWN = {
 }
 
 # the standard library's top-level modules either command may load on 3.10 to 3.13: the
-# interpreter's own (gc, importlib), the CLI (argparse with gettext and locale, pathlib with
-# fnmatch, ntpath, urllib and ipaddress), re and what it imports (enum, functools, collections,
-# ...), json (the state, the journal's index), ctypes (syncfs), fcntl (the lock), binascii and
-# the built-in SHA-256 (RECORD's hashes, compatkit.digest), _blake2 (the start-up cache's MAC),
-# bisect (numbering RECORD lines)
+# interpreter's own (gc, importlib), the CLI (argparse with gettext and locale, and shutil
+# with zlib, bz2 and lzma for its formatter's terminal size; pathlib with fnmatch, ntpath,
+# urllib and ipaddress), re and what it imports (enum, functools, collections, ...), json (the
+# state, the journal's index), ctypes (syncfs), fcntl (the lock), hashlib, base64 and csv
+# (RECORD's hashes and rows, issue 47: public modules, no second implementation), hmac (the
+# start-up cache's MAC), bisect (numbering RECORD lines), signal (cli.entry's handlers)
 STDLIB = {
     "__future__", "_blake2", "_collections", "_ctypes", "_functools", "_json", "_locale",
-    "_operator",
-    "_sha2", "_sha256", "_signal", "_sre", "_struct", "argparse", "binascii", "bisect",
+    "_operator", "_hashlib", "hashlib", "hmac", "base64", "csv", "_csv",
+    "shutil", "zlib", "bz2", "_bz2", "lzma", "_lzma", "_compression",
+    "signal", "_signal", "_sre", "_struct", "argparse", "binascii", "bisect",
     "_bisect", "collections", "contextlib", "copyreg", "ctypes", "enum", "errno", "fcntl",
     "fnmatch", "functools", "gc", "gettext", "importlib", "ipaddress", "itertools", "json",
     "keyword", "locale", "math", "ntpath", "operator", "pathlib", "re", "reprlib",
@@ -78,14 +83,12 @@ ALLOWED = {
 }
 
 # never on either path: packaging.utils and what its packaging.tags imports (compatkit.model.names
-# normalizes names), signal's IntEnums (cli.entry takes _signal), the rich console, the modules
-# only other commands need; and hashlib for the demo's few bytes (compatkit.digest's built-in
-# SHA-256 hashes them)
+# normalizes names), the rich console, the modules only other commands need
 NEVER = (
     "packaging.utils", "packaging.tags", "packaging.requirements", "packaging.markers",
-    "logging", "platform", "subprocess", "sysconfig", "threading", "signal", "rich", "shutil",
+    "logging", "platform", "subprocess", "sysconfig", "threading", "rich",
     "textwrap", "tomllib", "tomli", "email", "dataclasses", "inspect", "tempfile", "zipfile",
-    "importlib.metadata", "hashlib", "compatkit.cli.progress",
+    "importlib.metadata", "compatkit.cli.progressbar",
 )  # fmt: skip
 
 RUN = """

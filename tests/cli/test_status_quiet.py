@@ -67,6 +67,7 @@ def test_one_line_on_a_terminal(demo: Demo, width: int, monkeypatch: pytest.Monk
 
     from compatkit.cli.commands.status import status
     from compatkit.load.registry import Registry
+    from compatkit.ops import status as ops
 
     _misfit(demo)
     buffer = _Terminal()
@@ -76,7 +77,7 @@ def test_one_line_on_a_terminal(demo: Demo, width: int, monkeypatch: pytest.Monk
     assert out.rich
     out._console = Console(file=buffer, width=width, color_system=None, highlight=False)
     env = Environment.for_python(demo.venv.python)
-    assert status(Registry([demo.patchsets]), env, [], out) == 0
+    assert status(ops.status(Registry([demo.patchsets]), env, []), out) == 0
     text = buffer.getvalue()
     assert max(len(line) for line in text.splitlines()) <= width, text
     assert " ".join(text.split()).count(MISFIT) == 1, text  # wrapped at spaces, nothing cut

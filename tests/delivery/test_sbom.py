@@ -115,7 +115,7 @@ def test_runtime_folders_patches_are_listed(demo: Demo, tmp_path: Path) -> None:
     root = tmp_path / "rt"
     assert demo.run("runtime", "install", "demo-fix", "--dir", str(root))[0] == 0
     assert _runtime_patches(valid(demo.run("sbom")[1]))[0] == [], "not active: not on a path"
-    code, out, _ = demo.run("sbom", "--runtime", str(root))
+    code, out, _ = demo.run("sbom", "--dir", str(root))
     ids, props = _runtime_patches(valid(out))
     assert code == 0 and ids == ["demo-fix:patch-1", "demo-fix:patch-2"]
     assert props["compatkit:delivery"] == f"runtime {root.resolve()}"
@@ -129,10 +129,10 @@ def test_runtime_folders_patches_are_listed(demo: Demo, tmp_path: Path) -> None:
     assert code == 0, err
     ids, props = _runtime_patches(valid(demo.run("sbom")[1]))
     assert ids == ["demo-fix:patch-1", "demo-fix:patch-2"], "the .pth starts it: active"
-    code, _, err = demo.run("sbom", "--runtime", str(tmp_path / "nothing"))
+    code, _, err = demo.run("sbom", "--dir", str(tmp_path / "nothing"))
     assert code == 2 and "no such folder" in err, err
     (tmp_path / "empty").mkdir(mode=0o755)
-    code, _, err = demo.run("sbom", "--runtime", str(tmp_path / "empty"))
+    code, _, err = demo.run("sbom", "--dir", str(tmp_path / "empty"))
     assert code == 2 and "holds no compatkit runtime" in err, err
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.cli.commands.explain import AHEAD, MIN_SCORE, find
 from compatkit.engine.search import PATH, Doc, Frame, parse_query, rank, tokens
 from compatkit.load.registry import Registry
+from compatkit.ops.explain import AHEAD, MIN_SCORE, find
 
 CORPUS = Path(__file__).resolve().parents[1] / "explain_corpus"
 

@@ -232,7 +232,6 @@ def test_a_record_kept_as_its_text_reads_and_edits_as_its_rows_do(
     text = Record.parse(data)
     rows = Record.parse(data).rows  # the record of its rows
     built = Record(rows, text.terminator, text.final_newline)
-    assert (text._text is not None) == bool(rows)  # kept as its text, unless empty
     for p in _PROBES:
         assert text.index(p) == built.index(p), p
         assert text.get(p) == built.get(p), p
@@ -241,12 +240,23 @@ def test_a_record_kept_as_its_text_reads_and_edits_as_its_rows_do(
     replace = {p: row_for(p, p.encode("utf-8", "surrogateescape")) for p in replaced}
     append = [row_for(p, b"new") for p in appended]
     got, expected = text.edit(replace, removed, append), built.edit(replace, removed, append)
-    if text._text is not None:  # an edit of the text is text, unless no line is left
-        assert (got._text is not None) == bool(expected.rows)
     for p in _PROBES:
         assert (got.index(p), got.get(p)) == (expected.index(p), expected.get(p)), p
     assert got == expected and got.render() == expected.render()
     assert got.rows == expected.rows
+
+
+def _count_splits(monkeypatch: pytest.MonkeyPatch) -> list[Record]:
+    """Each record split into its lines from now on (Record._raw_list), in order."""
+    splits: list[Record] = []
+    real = Record._raw_list
+
+    def counting(self: Record) -> list[str]:
+        splits.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Record, "_raw_list", counting)
+    return splits
 
 
 def test_apply_splits_no_record_into_lines(
@@ -261,42 +271,27 @@ def test_apply_splits_no_record_into_lines(
     files = {f"demo/mod_{i}.py": b"x = 1\n" for i in range(50)}
     files.update(DEMO_FILES)
     venv, patchsets, _ = install_demo(tmp_path, make_venv, files)
-    split = 0
-    real = Record._raw_list
-
-    def counting(self: Record) -> list[str]:
-        nonlocal split
-        split += 1
-        return real(self)
-
-    monkeypatch.setattr(Record, "_raw_list", counting)
+    splits = _count_splits(monkeypatch)
     code, _, err = run_cli(
         capsys, "--python", venv.python, "--patchset-dir", str(patchsets), "apply", "demo-fix"
     )
     assert code == 0, err
-    assert split == 0
+    assert splits == []
 
 
-def test_the_transactions_ownership_check_takes_the_paths_of_the_record_it_planned_on(
+def test_the_transactions_ownership_check_splits_no_record(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A transaction re-reads RECORD under its lock and asks whose paths it lists: the same
-    bytes as the plan's parse are not split again (issue 36, G-apply), other bytes are, and
-    either way the answer is the one a fresh parse gives (a function of the bytes)."""
-    from compatkit.model import records
-
+    """A transaction re-reads RECORD under its lock and asks whether it lists a few paths: a
+    view of the bytes, looked up, never split into lines (issue 36, G-apply), quoted paths
+    included; the answer is what the record's rows say (issue 47: no state kept between
+    parses, the answer a function of the bytes)."""
     data = "".join(f"pkg/m{i}.py,sha256=h{i},{i}\n" for i in range(50)).encode()
-    planned = Record.parse(data)
-    split: list[bytes] = []
-    real = records._lines
-
-    def counted(raw: bytes) -> tuple[list[str], str, bool]:
-        split.append(raw)
-        return real(raw)
-
-    monkeypatch.setattr(records, "_lines", counted)
-    assert Record.paths_in(bytes(data)) == planned.paths()  # equal bytes, another object
-    assert split == []
-    other = data + b'"pkg/a,b.py",,\n'
-    assert Record.paths_in(other) == planned.paths() | {"pkg/a,b.py"}
-    assert split == [other]
+    data += b'"pkg/a,b.py",,\n"pkg/q.py",,\n'
+    splits = _count_splits(monkeypatch)
+    owned = Record.paths_in(data)
+    probes = ["pkg/m0.py", "pkg/m49.py", "pkg/a,b.py", "pkg/q.py", "pkg/m5", "pkg/x.py", "a,b.py"]
+    assert [p in owned for p in probes] == [True, True, True, True, False, False, False]
+    assert splits == []
+    rows = {r.path for r in Record.parse(data).rows}
+    assert all((p in owned) == (p in rows) for p in probes) and set(owned) == rows

@@ -25,6 +25,31 @@ from helpers import Venv
 FULL = os.environ.get("COMPATKIT_FULL", "") not in ("", "0")
 FUZZ_EXAMPLES = int(os.environ.get("COMPATKIT_FUZZ_EXAMPLES") or (10_000 if FULL else 1_000))
 
+HANG = 60  # seconds: a child still running then has hung
+
+
+def child(
+    cmd: list[str], env: dict[str, str] | None = None, stdin: bytes | int | None = None
+) -> tuple[int | None, bytes, bytes]:
+    """Run ``cmd`` in a session of its own; after HANG seconds kill the whole session (a
+    hung grandchild too) and return None as its exit code."""
+    feed = stdin if isinstance(stdin, bytes) else None
+    with subprocess.Popen(
+        cmd,
+        stdin=stdin if isinstance(stdin, int) else subprocess.PIPE if feed is not None else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(feed, timeout=HANG)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            return None, out, err
+        return proc.returncode, out, err
+
 
 def record(name: str, **figures: object) -> str:
     """The ``RELIABILITY {...}`` line of one test's figures, appended (JSON) to

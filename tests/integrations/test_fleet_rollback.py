@@ -13,7 +13,7 @@ import pytest
 
 from compatkit.cli.commands.fleet import render
 from compatkit.cli.output import Output
-from compatkit.model.results import Action, PatchsetState, PatchState
+from compatkit.model.results import Action, NodeEnd, PatchsetState, PatchState
 from compatkit.ops import fleet_rollback
 from compatkit.ops.fleet import FleetResult, NodeAnswer, NodeReport, PatchsetOnNode
 from compatkit.ops.fleet_nodes import PatchRow
@@ -86,11 +86,12 @@ def test_what_this_run_applied_is_reverted_newest_first(monkeypatch: pytest.Monk
     reverts = settle(result, monkeypatch)
     assert reverts.asked == [("a", ["two"]), ("b", ["two", "one"]), ("c", ["one"])]
     assert result.rolled_back
-    assert [n.end for n in result.nodes] == [
+    assert [n.end for n in result.nodes] == [NodeEnd.ROLLED_BACK] * 3 + [NodeEnd.UNKNOWN]
+    assert [n.end_text for n in result.nodes] == [
         "rolled back: two reverted",
         "rolled back: two, one reverted",
         "rolled back: one reverted",
-        fleet_rollback.UNKNOWN,
+        f"end state unknown: {fleet_rollback.UNKNOWN}",
     ]
     message, problems = report(result)
     assert message == (
@@ -101,14 +102,17 @@ def test_what_this_run_applied_is_reverted_newest_first(monkeypatch: pytest.Monk
         problems[2]
         == "node cccccccccccc (10.0.0.1): rolled back: one reverted (two: refusing to apply)"
     )
-    assert problems[3].startswith(f"node dddddddddddd (10.0.0.2): {fleet_rollback.UNKNOWN} (died")
+    assert problems[3].startswith(
+        f"node dddddddddddd (10.0.0.2): end state unknown: {fleet_rollback.UNKNOWN} (died"
+    )
 
 
 def test_a_refused_revert_is_named_not_rolled_back(monkeypatch: pytest.MonkeyPatch) -> None:
     result = FleetResult("apply", "x", [node("a", ("one", Action.APPLIED, [])), dead("b")])
     settle(result, monkeypatch, refuse=frozenset("a"))
-    assert result.nodes[0].end == (
-        "NOT rolled back, one still applied: demo/greet.py was edited since the apply"
+    assert result.nodes[0].end is NodeEnd.NOT_ROLLED_BACK
+    assert result.nodes[0].end_text == (
+        "NOT rolled back: one still applied: demo/greet.py was edited since the apply"
     )
     message, _ = report(result)
     assert message.endswith(
@@ -119,14 +123,16 @@ def test_a_refused_revert_is_named_not_rolled_back(monkeypatch: pytest.MonkeyPat
 def test_keep_going_and_success_revert_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     result = FleetResult("apply", "x", [node("a", ("one", Action.APPLIED, [])), dead("b")])
     assert settle(result, monkeypatch, keep_going=True).asked == []
-    assert result.nodes[0].end == "applied: one (kept: --keep-going)" and not result.rolled_back
+    assert result.nodes[0].end is NodeEnd.KEPT and not result.rolled_back
+    assert result.nodes[0].end_text == "applied, kept (--keep-going): one"
     message, _ = report(result)
     assert message.endswith("the nodes it applied to keep it (--keep-going)")
     result = FleetResult(
         "apply", "x", [node("a", ("one", Action.APPLIED, [])), node("b", ("one", Action.NONE, []))]
     )
     assert settle(result, monkeypatch).asked == []
-    assert [n.end for n in result.nodes] == ["applied: one", "unchanged"]
+    assert [n.end for n in result.nodes] == [NodeEnd.APPLIED, NodeEnd.UNCHANGED]
+    assert [n.end_text for n in result.nodes] == ["applied: one", "unchanged"]
     assert render(result, Output(json_mode=True)) == 0
 
 
@@ -137,7 +143,7 @@ def test_a_fleet_result_pickles_whole(protocol: int) -> None:
     answered = node("a", ("one", Action.APPLIED, ["one: drifted"]))
     assert answered.answer is not None
     answered.answer.patchsets[0].patches.append(PatchRow("p1", PatchState.APPLIED, "ok"))
-    answered.end = "rolled back: one"
+    answered.end, answered.end_reason = NodeEnd.ROLLED_BACK, "one reverted"
     result = FleetResult("apply", "x", [answered, dead("b")], ["cc"], rolled_back=True)
     back = pickle.loads(pickle.dumps(result, protocol=protocol))
     assert back == result and back is not result

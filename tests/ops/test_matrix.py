@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from compatkit.errors import PatchFormatError
+from compatkit.env.target import Environment
+from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.model.matrix import load_matrix, parse_matrix
-from compatkit.ops.matrix import mismatches
+from compatkit.ops.matrix import installed_versions, mismatches
 from compatkit.ops.matrix_report import report
 from helpers import Demo, run_cli
 
@@ -84,13 +85,17 @@ def test_cell_run_on_the_demo_patchset(demo: Demo, tmp_path: Path) -> None:
     )
     before = demo.venv.snapshot()
     results = tmp_path / "results"
-    code, _, err = demo.run("matrix", "run", "demo", "--matrix", str(matrix), "-o", str(results))
+    code, _, err = demo.run(
+        "matrix", "run", "demo", "--matrix", str(matrix), "--results", str(results)
+    )
     assert code == 0, err
     doc = json.loads((results / "demo.json").read_text())
     assert [e["state"] for e in doc["patchsets"]["demo-fix"]] == ["applied", "applied"]
     assert [e["smoke"] for e in doc["patchsets"]["demo-fix"]] == ["pass", "pass"]
     assert demo.venv.snapshot() == before
-    code, _, err = demo.run("matrix", "run", "wrong", "--matrix", str(matrix), "-o", str(results))
+    code, _, err = demo.run(
+        "matrix", "run", "wrong", "--matrix", str(matrix), "--results", str(results)
+    )
     assert code == 1 and "patch-2: expected upstream/pass, got applied/pass" in err
     docs = tmp_path / "compat.md"
     assert report(results, docs).cells[0]["cell"] == "demo"
@@ -123,3 +128,25 @@ def test_github_workflow_is_valid() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = (ROOT / ".github/workflows/matrix.yml").read_text()
     assert "compatkit matrix jobs" in text and "fromJSON(needs.cells.outputs.matrix)" in text
+
+
+def test_installed_entries_name_the_distribution_of_each_requirement() -> None:
+    """Issue 47: a cell's ``installed`` is keyed by the requirement's name, whatever its
+    operator (``~=``), extras or marker; a name that is not installed is None."""
+    env = Environment.current()
+    packaging, rich = env.require("packaging").version, env.require("rich").version
+    packages = [
+        "packaging~=24.0",
+        "rich[jupyter]==1",
+        "rich>=1",
+        "pytest ; python_version > '3'",
+        "no-such-dist-here>=1",
+    ]
+    assert installed_versions(env, packages) == {
+        "no-such-dist-here": None,
+        "packaging": packaging,
+        "pytest": env.require("pytest").version,
+        "rich": rich,
+    }
+    with pytest.raises(CompatkitError, match=r"'\./x\.whl' is not a requirement"):
+        installed_versions(env, ["./x.whl"])

@@ -345,9 +345,14 @@ def use_cases_in(folder: Path) -> list[str]:
 
 def test_commands_only_read_arguments_and_render() -> None:
     """Issue 35: a command module calls one operation and renders its result; the use case
-    (sessions, transactions, atomic writes) lives in ops/."""
-    found = use_cases_in(SRC / "compatkit" / "cli" / "commands")
+    (sessions, transactions, atomic writes) lives in ops/. Issue 47: explain's reading,
+    ranking and choosing too (ops/explain.py); no command imports compatkit.env, even for a
+    type."""
+    commands = SRC / "compatkit" / "cli" / "commands"
+    found = use_cases_in(commands)
     assert not found, f"use-case imports in cli/commands/: {found}"
+    found = env_imports_in(commands)
+    assert not found, f"compatkit.env imports in cli/commands/: {found}"
 
 
 def test_a_use_case_import_in_a_command_is_found(tmp_path: Path) -> None:
@@ -355,8 +360,44 @@ def test_a_use_case_import_in_a_command_is_found(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from compatkit.env.target import Environment\n"
         "def run():\n    from compatkit import atomic\n    from compatkit.env import txn\n"
+        "import compatkit.env\nfrom compatkit.ops import status\n"
     )
-    assert use_cases_in(tmp_path) == ["verb.py:5 compatkit.atomic", "verb.py:6 compatkit.env.txn"]
+    assert sorted(use_cases_in(tmp_path)) == [
+        "verb.py:5 compatkit.atomic",
+        "verb.py:6 compatkit.env.txn",
+        "verb.py:7 compatkit.env",
+    ]
+    assert env_imports_in(tmp_path) == [
+        "verb.py:3 compatkit.env.target.Environment",
+        "verb.py:6 compatkit.env.txn",
+        "verb.py:7 compatkit.env",
+    ]
+
+
+def absolute_imports(path: Path, members: bool = False) -> list[tuple[int, str]]:
+    """Every absolute import of the module at ``path``, wherever it stands (in a function,
+    under ``if TYPE_CHECKING:``), as (line, name), in order; ``members``: ``from m import x``
+    is ``m.x``, else ``m``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{a.name}" for a in node.names] if members else [node.module]
+            found += [(node.lineno, name) for name in names]
+    return sorted(found)
+
+
+def env_imports_in(folder: Path) -> list[str]:
+    """Each import of ``compatkit.env`` by a module of ``folder``, wherever it stands (under
+    ``if TYPE_CHECKING:`` too: a command takes results, not the environment's types), as
+    "file:line name"."""
+    return [
+        f"{path.name}:{line} {name}"
+        for path in sorted(folder.glob("*.py"))
+        for line, name in absolute_imports(path, members=True)
+        if name == "compatkit.env" or name.startswith("compatkit.env.")
+    ]
 
 
 def test_every_command_module_exports_run() -> None:
@@ -374,15 +415,9 @@ def dataclass_imports(folder: Path) -> list[str]:
     """Each import of ``dataclasses`` under ``folder``, wherever it stands, as "file:line"."""
     found = []
     for path in sorted(folder.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [node.module or ""]
-            else:
-                continue
-            if any(n == "dataclasses" or n.startswith("dataclasses.") for n in names):
-                found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}")
+        names = absolute_imports(path)
+        lines = {n for n, name in names if name == "dataclasses" or name.startswith("dataclasses.")}
+        found += [f"{path.relative_to(folder).as_posix()}:{line}" for line in sorted(lines)]
     return found
 
 
@@ -401,3 +436,71 @@ def test_a_dataclasses_import_is_found_anywhere(tmp_path: Path) -> None:
         "def f():\n    from . import dataclasses\n"
     )
     assert dataclass_imports(tmp_path) == ["a.py:2", "sub/b.py:3"]
+
+
+HOOK = ("runtime/hook.py",)  # runs in every start of a runtime-mode target (P7)
+
+
+def private_imports(folder: Path) -> list[str]:
+    """Each import of a private top-level module (``_sha2``, ``_operator``, ...) under
+    ``folder`` but in the runtime hook, wherever it stands, as "file:line name"."""
+    return [
+        f"{where}:{line} {name}"
+        for path in sorted(folder.rglob("*.py"))
+        if (where := path.relative_to(folder).as_posix()) not in HOOK
+        for line, name in absolute_imports(path)
+        if name[:1] == "_" != name[1:2]
+    ]
+
+
+def test_no_private_module_outside_the_runtime_hook() -> None:
+    """Issue 47: hashlib, hmac, base64 and csv as they are (CONTRIBUTING.md lists what is
+    kept and why); only the runtime hook imports CPython's private modules."""
+    found = private_imports(SRC / "compatkit")
+    assert not found, f"private modules imported: {found}"
+
+
+def test_a_private_import_is_found(tmp_path: Path) -> None:
+    (tmp_path / "runtime").mkdir()
+    (tmp_path / "runtime" / "hook.py").write_text("import _imp\n")
+    (tmp_path / "digest.py").write_text(
+        "def f():\n    from _sha2 import sha256\n    import __future__, os, _operator\n"
+    )
+    assert private_imports(tmp_path) == [
+        "digest.py:2 _sha2",
+        "digest.py:3 _operator",
+    ]
+
+
+QUIET = ("model", "engine", "env", "load")  # below the operations: results, never output
+
+
+def prints_in(folder: Path) -> list[str]:
+    """Each ``print()`` call and each use of ``sys.stdout``/``sys.stderr`` under ``folder``
+    (code in a string, run by another interpreter, is not looked at), as "file:line"."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                hit = ast.unparse(node.func) == "print"
+            elif isinstance(node, ast.Attribute):
+                hit = ast.unparse(node) in ("sys.stdout", "sys.stderr")
+            else:
+                continue
+            if hit:
+                found.append(f"{path.relative_to(folder).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_nothing_below_the_operations_prints() -> None:
+    """Issue 47: warnings travel in results or through what the command line hands down
+    (Environment.tell, find_config's warn, cache.tell); only cli/ writes to the terminal."""
+    found = [f"{layer}/{hit}" for layer in QUIET for hit in prints_in(SRC / "compatkit" / layer)]
+    assert not found, f"output below cli/: {found}"
+
+
+def test_a_print_is_found(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "import sys\nCODE = 'print(1)'\ndef f():\n    print('x')\n    sys.stderr.write('y')\n"
+    )
+    assert prints_in(tmp_path) == ["m.py:4", "m.py:5"]

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,11 +33,11 @@ from helpers import (
     install_demo,
     run_cli,
 )
+from helpers.reliability import HANG, child
 
 ROOT = Path(__file__).resolve().parents[2]
 INFO = "demo-1.0.dist-info"
 SPARSE = 2 << 30  # 2 GiB, no block of it on disk
-HANG = 60  # seconds: a child still running then has hung
 
 # The child: each command in this process (one interpreter start for all), its exit code and
 # stderr as one JSON line each, under an address-space limit.
@@ -105,29 +103,6 @@ class Env:
             "PIP_CACHE_DIR": str(self.tmp / "empty-pip"),
             "NO_COLOR": "1",
         }
-
-
-def child(
-    cmd: list[str], env: dict[str, str] | None = None, stdin: bytes | int | None = None
-) -> tuple[int | None, bytes, bytes]:
-    """Run ``cmd`` in a session of its own; after HANG seconds kill the whole session (a
-    hung grandchild too) and return None as its exit code."""
-    feed = stdin if isinstance(stdin, bytes) else None
-    with subprocess.Popen(
-        cmd,
-        stdin=stdin if isinstance(stdin, int) else subprocess.PIPE if feed is not None else None,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    ) as proc:
-        try:
-            out, err = proc.communicate(feed, timeout=HANG)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return None, out, err
-        return proc.returncode, out, err
 
 
 @pytest.fixture

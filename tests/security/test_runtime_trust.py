@@ -297,3 +297,42 @@ def test_the_hook_refuses_a_link_in_its_data_folder_at_start(
         link.unlink()
         moved.rename(link)
         assert run([demo.venv.python, "-c", PROBE], env).stdout.strip() == "hi x"
+
+
+@pytest.mark.parametrize("pth", [False, True], ids=["pythonpath", "pth"])
+def test_a_group_writable_folder_names_the_way_out_that_works(
+    demo: Demo, tmp_path: Path, pth: bool
+) -> None:
+    """Issue 46 item 7: a ``chmod g+w`` of the runtime folder refuses every start; the line
+    names what works (install refuses such a folder until its mode changes; uninstall only
+    removes from it, so it works), compatkit's own start says once that it goes on without
+    the hook (site runs a venv's .pth files twice on some Pythons), and uninstall removes it."""
+    root = tmp_path / "rt"
+    args = ["runtime", "install", "demo-fix", "--dir", str(root), *(["--pth"] if pth else [])]
+    assert demo.run(*args)[0] == 0
+    root.chmod(0o775)
+    env = _env(tmp_path, **({} if pth else {"PYTHONPATH": str(root)}))
+    proc = run([demo.venv.python, "-c", PROBE], env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"compatkit runtime: refusing to start: {root} is writable by others, and demo.greet, "
+        f"demo.util must not be imported unpatched; make it writable by you only ('chmod go-w "
+        f"{root}'), then run 'compatkit runtime install' again, or remove it: 'compatkit "
+        f"runtime uninstall --dir {root}'"
+    ]
+    own = tmp_path / "bin" / "compatkit"  # a program called compatkit: its start goes on
+    own.parent.mkdir()
+    own.write_text("print('ran')\n")
+    proc = run([demo.venv.python, str(own)], env)
+    assert proc.stdout == "ran\n"
+    assert proc.stderr.splitlines() == [
+        f"compatkit runtime: compatkit starts without the hook in {root} ({root} is writable "
+        "by others); demo.greet, demo.util are not patched in this process"
+    ]
+    code, _, err = demo.run(*args)
+    assert code == 1 and "is writable by others" in err  # install: as the line says
+    code, _, err = demo.run("runtime", "uninstall", "--dir", str(root))
+    assert code == 0, err
+    assert not (root / "_compatkit_runtime").exists()
+    assert not (demo.venv.site / "00-compatkit-runtime.pth").exists()
+    assert run([demo.venv.python, "-c", PROBE], env).stdout == "hello x\n"

@@ -34,9 +34,10 @@ class Context:
     def config(self) -> ProjectConfig | None:
         """The nearest pyproject.toml's ``[tool.compatkit]`` (or ``--config``'s), if any."""
         if self._config is _UNSET:
+            from compatkit.cli.output import warning
             from compatkit.load.config import find_config
 
-            self._config = find_config(Path.cwd(), self.args.config)
+            self._config = find_config(Path.cwd(), self.args.config, warning)
         return self._config  # type: ignore[return-value]
 
     @property
@@ -59,17 +60,26 @@ class Context:
     def env(self) -> Environment:
         """The target environment: ``--python``'s, else the active venv's or compatkit's own."""
         if self._env is None:
+            from compatkit.cli.output import notice
+            from compatkit.env import owners
             from compatkit.env.target import Environment
 
+            owners.configure(self._safe_environments)
             self._env = Environment.for_python(self.args.python)
+            self._env.tell(notice)
         return self._env
+
+    def _safe_environments(self) -> tuple[str, ...]:
+        """The project's ``safe-environments`` (asked only for another user's environment)."""
+        config = self.config
+        return config.safe_environments if config else ()
 
     @property
     def progress(self) -> Reporter:
         """What an operation reports long work to: a bar on a terminal's stderr, else
-        nothing (:mod:`compatkit.cli.progress`)."""
+        nothing (:mod:`compatkit.cli.progressbar`)."""
         if self._progress is None:  # one for the whole run: rich draws one display at a time
-            from compatkit.cli.progress import reporter
+            from compatkit.cli.progressbar import reporter
 
             self._progress = reporter(self.out.json_mode)
         return self._progress

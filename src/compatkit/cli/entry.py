@@ -2,12 +2,14 @@
 
 Ctrl-C ends with one line, "compatkit: interrupted", and exit code 130, never a traceback:
 
-- while the CLI is being imported, a handler writes the line and leaves at once (nothing is
-  read or written yet). ``KeyboardInterrupt`` cannot be relied on there: raised inside an
+- while the CLI is being imported, a handler writes the line (with ``--json``, a document
+  too: ``ok`` false, ``error`` "interrupted") and leaves at once (nothing is read or written
+  yet). ``KeyboardInterrupt`` cannot be relied on there: raised inside an
   import it can surface as another exception (Python 3.10 and 3.11 wrap an exception raised
   in ``__set_name__``, as ``ipaddress``'s ``cached_property`` does, in ``RuntimeError``);
 - while a command runs, ``KeyboardInterrupt`` is raised as usual, so a transaction rolls
-  back in its own ``finally`` blocks, and becomes the line and 130;
+  back in its own ``finally`` blocks, and becomes the line and 130 (and ``--json``'s
+  document, compatkit.cli.main);
 - once the command is done, Ctrl-C is ignored while the interpreter shuts down: the result
   stands (Python would otherwise end the process by the signal, with no line).
 
@@ -22,23 +24,22 @@ work (:func:`_loaded`).
 
 import gc
 import os
+import signal
 import sys
-
-TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    import signal
-else:
-    try:  # the C module that signal.py wraps: the same functions, without the three IntEnums
-        import _signal as signal  # signal.py builds at import (start-up time, benchmark P5)
-    except ImportError:  # pragma: no cover  (an interpreter without it)
-        import signal
 
 EXIT_INTERRUPTED = 130  # compatkit.errors.EXIT_INTERRUPTED, whose import may be interrupted
 
 
+# --json's document of a run interrupted before its command was known (json not imported yet)
+INTERRUPTED_DOC = (
+    b'{\n  "ok": false,\n  "command": null,\n  "error": "interrupted",\n  "problems": []\n}\n'
+)
+
+
 def _interrupted(signum: int, frame: object) -> None:
     os.write(2, b"compatkit: interrupted\n")
+    if "--json" in sys.argv[1:]:
+        os.write(1, INTERRUPTED_DOC)
     os._exit(EXIT_INTERRUPTED)
 
 

@@ -41,8 +41,10 @@ def _run(args: Namespace, out: Output, loaded: Callable[[], None] | None) -> int
 
     from compatkit.cli import table
     from compatkit.cli.context import Context
-    from compatkit.load.cache import remember_answers
+    from compatkit.cli.output import warning
+    from compatkit.load.cache import remember_answers, tell
 
+    tell(warning)  # the cache is ignored: one line on stderr
     remember_answers(args.command in READ_ONLY)  # commands that write ask packaging itself
     command = import_module(table.module(args.command))
     if loaded is not None:
@@ -70,24 +72,41 @@ def main(argv: Sequence[str] | None = None, loaded: Callable[[], None] | None = 
         error(exc.message, exc.problems)
     except KeyboardInterrupt:
         print("compatkit: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _failed(args, "interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:  # the reader went away mid-run (`compatkit prove | head`)
         return _pipe_closed(EXIT_PIPE_CLOSED)
     except Exception as exc:
         if _caused_by_interrupt(exc):  # e.g. importlib's lock release failing after Ctrl-C
             print("compatkit: interrupted", file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return _failed(args, "interrupted", EXIT_INTERRUPTED)
+        what = f"internal error: {type(exc).__name__}: {exc}"
         print(
-            f"compatkit: internal error: {type(exc).__name__}: {exc}\n"
+            f"compatkit: {what}\n"
             f"This is a bug; please report it at {ISSUES_URL} with the command you ran.",
             file=sys.stderr,
         )
-        return EXIT_INTERNAL
+        return _failed(args, what, EXIT_INTERNAL)
     try:
         out.emit(code, args.command)
         sys.stdout.flush()
     except BrokenPipeError:  # `compatkit status --json | head`: the work is done
         return _pipe_closed(code)
+    return code
+
+
+def _failed(args: Namespace, message: str, code: int) -> int:
+    """``code``, after the ``--json`` document of a command that ended without its own
+    (Ctrl-C, an internal error): ``ok`` false and ``error``, so a reader always gets one."""
+    if args.json:
+        from compatkit.cli.output import Output
+
+        out = Output(json_mode=True)
+        out.result({"ok": False, "error": message, "problems": []})
+        try:
+            out.emit(code, args.command)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return _pipe_closed(code)
     return code
 
 

@@ -116,6 +116,16 @@ class Output:
             print(json.dumps(doc, indent=2, default=str))
 
 
+def notice(line: str) -> None:
+    """Work under way, on stderr at once (``--json`` too): ``compatkit: LINE``."""
+    print(f"compatkit: {line}", file=sys.stderr, flush=True)
+
+
+def warning(line: str) -> None:
+    """A warning on stderr (``--json`` too): ``compatkit: warning: LINE``."""
+    print(f"compatkit: warning: {line}", file=sys.stderr, flush=True)
+
+
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and the noun, singular for one.
 
@@ -228,11 +238,10 @@ def _wrap(text: str, width: int) -> list[str]:
 
 
 def _plain_width() -> int:
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    return columns if columns > 0 else 100
+    """$COLUMNS, else the terminal's width, else 100 (a pipe: a CI log)."""
+    import shutil  # here: only a plain table needs it
+
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 _STYLES = {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,33 +29,10 @@ DESCRIPTION = (
 )
 
 
-def _columns() -> int:
-    """The terminal width as shutil.get_terminal_size() gives it, without importing shutil."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse builds a formatter for every add_argument() to check it, and each one imports
-    shutil for the terminal width; this one is told the width."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns() - 2)
-
-
 class _Parser(argparse.ArgumentParser):
     command: str | None = None  # the top parser: the command named on the line, if known
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
         # no prefixes: `verify --all` is not `verify --allow-empty`, and a flag added later
         # never changes what an abbreviation in someone's script meant
         kwargs.setdefault("allow_abbrev", False)

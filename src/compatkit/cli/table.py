@@ -282,11 +282,8 @@ COMMANDS: dict[str, Command] = {
                 "flags": ("-o", "--output"),
                 "kind": "value",
                 "type": "path",
-                "metavar": "PATH",
-                "help": (
-                    "run: the folder the cell's result goes to (default: build/matrix); "
-                    "report: also write the Markdown to this file"
-                ),
+                "metavar": "FILE",
+                "help": "report: also write the Markdown to the file FILE (the docs page)",
             },
             {
                 "flags": ("--results",),
@@ -294,8 +291,9 @@ COMMANDS: dict[str, Command] = {
                 "type": "path",
                 "metavar": "DIR",
                 "help": (
-                    "report: the folder of cell results to read, where report.md and "
-                    "report.json go (default: build/matrix)"
+                    "the folder of cell results (default: build/matrix): run writes the "
+                    "cell's CELL.json there, report reads them and writes report.md and "
+                    "report.json there"
                 ),
             },
         ),
@@ -309,7 +307,10 @@ COMMANDS: dict[str, Command] = {
                 "kind": "value",
                 "type": "path",
                 "metavar": "DIR",
-                "help": "write the table as JSON and Markdown in DIR (PATCHSET.json, PATCHSET.md)",
+                "help": (
+                    "the folder the table goes to, as JSON and Markdown (PATCHSET.json, "
+                    "PATCHSET.md)"
+                ),
             },
         ),
     },
@@ -436,19 +437,22 @@ COMMANDS: dict[str, Command] = {
                 "help": "the SBOM format: CycloneDX 1.6 JSON (default: cyclonedx, the only one)",
             },
             {
-                "flags": ("--runtime",),
+                "flags": ("--dir",),
                 "kind": "repeat",
                 "dest": "runtimes",
                 "type": "path",
                 "metavar": "DIR",
-                "help": "include the patches the runtime folder DIR serves (repeatable)",
+                "help": (
+                    "include the patches the runtime folder DIR serves (as runtime --dir; "
+                    "repeatable)"
+                ),
             },
             {
                 "flags": ("-o", "--output"),
                 "kind": "value",
                 "type": "path",
                 "metavar": "FILE",
-                "help": "default: stdout",
+                "help": "the file the SBOM goes to (default: stdout)",
             },
         ),
     },

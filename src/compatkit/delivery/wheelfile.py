@@ -27,10 +27,10 @@ import io
 import re
 import zipfile
 from collections.abc import Callable, Mapping
+from hashlib import sha256
 from typing import IO, TypeAlias
 
 from compatkit import bounded
-from compatkit.digest import sha256
 from compatkit.errors import CompatkitError
 from compatkit.model.records import Record, hash_bytes, record_hash, row_with
 from compatkit.value import Value
@@ -57,7 +57,7 @@ Content: TypeAlias = "bytes | Stored"
 def stream_digest(opener: Opener, sink: Callable[[bytes], object] | None = None) -> tuple[str, int]:
     """The RECORD hash and size of what ``opener`` opens, read in :data:`CHUNK` pieces (each
     also handed to ``sink``). Raises what reading raises (:data:`UNREADABLE`)."""
-    h, size = sha256(small=False), 0
+    h, size = sha256(), 0
     with opener() as f:
         while block := f.read(CHUNK):
             h.update(block)

@@ -22,6 +22,7 @@ import tempfile
 import urllib.request
 import zipfile
 from collections.abc import Iterator, Mapping, Sequence
+from hashlib import sha256
 from pathlib import Path
 
 from packaging.tags import sys_tags
@@ -42,7 +43,6 @@ from compatkit.delivery.wheeltree import (
     tree_from_dir,
     tree_from_wheel,
 )
-from compatkit.digest import sha256
 from compatkit.errors import CompatkitError
 from compatkit.model.names import normalize_name
 from compatkit.model.progress import NONE, Reporter
@@ -52,10 +52,9 @@ from compatkit.value import Value
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from hashlib import _Hash as Hash
     from http.client import HTTPResponse
     from typing import BinaryIO
-
-    from compatkit.digest import Hash
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -305,7 +304,7 @@ class WheelSource(Value):
             raise CompatkitError(f"no wheel of {name}=={version} for this platform on the index")
         f = best[1]
         target = tmp / str(f["filename"])
-        digest = sha256(small=False)
+        digest = sha256()
         try:  # in pieces, hashed on the way: a wheel of gigabytes is never held in memory
             url = str(f["url"])
             with urllib.request.urlopen(url, timeout=600) as resp, open(target, "xb") as out:

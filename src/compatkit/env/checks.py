@@ -11,8 +11,8 @@ packaging's answers and the compile check's verdicts come through
 from __future__ import annotations
 
 from functools import partial
+from hashlib import sha256
 
-from compatkit.digest import sha256
 from compatkit.engine.hunks import SeriesConflict, apply_series
 from compatkit.env.state import FileState, State, states_of
 from compatkit.env.target import Dist, Environment
@@ -137,13 +137,20 @@ def _drifted_ids(dist: Dist, state: State) -> set[str]:
     return drifted
 
 
+# A source above this is not compiled to check it: the compiler holds many times the size of
+# a source of short lines (a generated table; docs/reliability.md, 3f); the text check still
+# runs.
+COMPILE_LIMIT = 1 << 20
+
+
 def _uncompilable(contents: dict[str, bytes | None], files: tuple[FileDiff, ...]) -> str | None:
     """The first patched Python file that no longer compiles (a context match is not enough:
-    a patch can land where upstream already made the same change, and repeat it)."""
+    a patch can land where upstream already made the same change, and repeat it); one over
+    :data:`COMPILE_LIMIT` is not compiled."""
     for fd in files:
         data = contents.get(fd.path)
-        if fd.path.endswith(".py") and data is not None:
-            question = sha256(data, small=True).hexdigest()
+        if fd.path.endswith(".py") and data is not None and len(data) <= COMPILE_LIMIT:
+            question = sha256(data).hexdigest()
             if not answers.remember("compiles", question, partial(_compiles, data)):
                 return fd.path
     return None

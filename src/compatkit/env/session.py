@@ -24,7 +24,7 @@ import fcntl
 import os
 from collections.abc import Iterator, Sequence
 
-from compatkit import digest
+from compatkit.env import owners
 from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names, state_relpath
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
@@ -48,14 +48,9 @@ class Session:
     @classmethod
     @contextlib.contextmanager
     def open(cls, dist: Dist, exclusive: bool = True) -> Iterator[Session]:
-        """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn).
-        While it is open, each bytes object is hashed once (:func:`compatkit.digest.remember`)."""
+        """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn)."""
         with locked(dist, exclusive):
-            digest.remember()
-            try:
-                yield cls(dist, _recover(dist) if exclusive else False)
-            finally:
-                digest.forget()
+            yield cls(dist, _recover(dist) if exclusive else False)
 
     def state(self, patchset: str) -> State | None:
         """``patchset``'s state here (None: not applied), read once per session."""
@@ -116,9 +111,12 @@ def _recover(dist: Dist) -> bool:
 def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
     """Hold a lock on the site-packages root so two compatkit runs cannot interleave.
 
+    An environment another user owns is refused first (:mod:`compatkit.env.owners`).
+
     A lock another run holds is waited for, with one line on stderr naming the holder, for at
     most ``$COMPATKIT_LOCK_TIMEOUT`` seconds (default 600); then a clear error.
     """
+    owners.check_site(dist.root)  # another user's environment: refused unless named safe
     fd = os.open(dist.root, os.O_RDONLY)
     try:
         _acquire(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, dist)
@@ -133,7 +131,6 @@ def _acquire(fd: int, kind: int, dist: Dist) -> None:
         return
     except BlockingIOError:
         pass
-    import sys
     import time
 
     try:
@@ -143,11 +140,9 @@ def _acquire(fd: int, kind: int, dist: Dist) -> None:
     if not 0 <= timeout < float("inf"):  # nan, inf and -5 would wait for ever
         timeout = 600.0
     holder = _holder(fd)
-    print(
-        f"compatkit: waiting for another compatkit run{holder} that holds the lock on "
-        f"{dist.root} (at most {timeout:g} s; COMPATKIT_LOCK_TIMEOUT)",
-        file=sys.stderr,
-        flush=True,
+    dist.notice(
+        f"waiting for another compatkit run{holder} that holds the lock on "
+        f"{dist.root} (at most {timeout:g} s; COMPATKIT_LOCK_TIMEOUT)"
     )
     deadline = time.monotonic() + timeout
     while True:

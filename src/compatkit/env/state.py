@@ -169,12 +169,21 @@ class State(Value):
 
     @classmethod
     def from_json(cls, data: bytes) -> State:
+        """The state ``data`` holds; :class:`BadState` if it is not one (not JSON, missing or
+        unknown keys, a value of the wrong type: a state lies where others may edit it)."""
         import json
 
-        raw = json.loads(data)
-        raw["files"] = [_file_state(f) for f in raw.get("files", [])]
-        raw["pycs"] = [PycState(**p) for p in raw.get("pycs", [])]
-        return cls(**raw)
+        try:
+            raw = json.loads(data)
+            raw["files"] = [_file_state(f) for f in raw.get("files", [])]
+            raw["pycs"] = [PycState(**p) for p in raw.get("pycs", [])]
+            return cls(**raw)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise BadState(str(exc)) from None
+
+
+class BadState(CompatkitError):
+    """A state file that is not a state (its reason the message)."""
 
 
 def _file_dict(f: FileState) -> dict[str, object]:
@@ -222,7 +231,7 @@ def load_state(dist: Dist, patchset: str) -> State | None:
         return State.from_json(bounded.read(path, bounded.METADATA))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+    except (OSError, BadState) as exc:
         raise CompatkitError(f"{path}: unreadable compatkit state ({exc})") from None
 
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from compatkit import bounded
+from compatkit.env import owners
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model.names import normalize_name
 from compatkit.model.paths import quoted, resolve_inside
@@ -81,6 +82,10 @@ class DiskFiles:
     def __init__(self, root: Path | str) -> None:
         self._root = str(root)
 
+    @property
+    def root(self) -> str:
+        return self._root
+
     def _full(self, relpath: str) -> str:
         if relpath.startswith("/") or ".." in relpath.split("/"):
             raise CompatkitError(f"refused path {quoted(relpath)}: it leaves site-packages")
@@ -89,12 +94,13 @@ class DiskFiles:
     def read(self, relpath: str) -> bytes | None:
         """The bytes at ``relpath``, None if absent; never outside the root. Through
         :func:`compatkit.bounded.read`: a FIFO, a device or a file over its bound (a
-        ``.dist-info``'s own files such as RECORD: ``bounded.METADATA``; any other:
-        ``bounded.INSTALLED``) raises :class:`compatkit.bounded.Refused`, naming it."""
+        ``.dist-info``'s own files such as RECORD: ``bounded.METADATA``; any other, read
+        whole to be patched or compared: ``bounded.TEXT``) raises
+        :class:`compatkit.bounded.Refused`, naming it. Hashing has no bound (:meth:`hash`)."""
         full = self._full(relpath)
         folder = relpath.rpartition("/")[0]
         own = folder.endswith(".dist-info") and "/" not in folder  # RECORD, METADATA, ...
-        limit = bounded.METADATA if own else bounded.INSTALLED
+        limit = bounded.METADATA if own else bounded.TEXT
         try:
             return bounded.read(full, limit)
         except (FileNotFoundError, NotADirectoryError):
@@ -103,19 +109,14 @@ class DiskFiles:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise CompatkitError(f"cannot read {quoted(relpath)}: {reason}") from None
 
-    def hash(
-        self, relpath: str, threads: bool = False, advance: Callable[[int], None] | None = None
-    ) -> str | None:
+    def hash(self, relpath: str, advance: Callable[[int], None] | None = None) -> str | None:
         """The RECORD form (``sha256=…``) of the hash of the file at ``relpath``, None if
         absent: streamed (:func:`compatkit.bounded.sha256`), so memory does not grow with its
         size, and with no size bound. A FIFO or a device raises
-        :class:`compatkit.bounded.Refused`, naming it. ``threads``: see
-        :func:`compatkit.model.records.hash_bytes`; ``advance``: told each piece's size
+        :class:`compatkit.bounded.Refused`, naming it. ``advance``: told each piece's size
         (:func:`compatkit.bounded.sha256_open`)."""
         try:
-            return record_hash(
-                bounded.sha256(self._full(relpath), threads=threads, advance=advance)
-            )
+            return record_hash(bounded.sha256(self._full(relpath), advance=advance))
         except (FileNotFoundError, NotADirectoryError):
             return None
         except (OSError, ValueError) as exc:  # a directory, a name too long, a NUL, ...
@@ -144,11 +145,18 @@ class DiskFiles:
             return []
 
     def mtime_ns(self, relpath: str) -> int:
-        return os.stat(self._full(relpath)).st_mtime_ns
+        return self._stat(relpath).st_mtime_ns
 
     def mode(self, relpath: str) -> int:
         """Its permission bits (never set-user-ID, set-group-ID, sticky: no installer sets them)."""
-        return os.stat(self._full(relpath)).st_mode & 0o777
+        return self._stat(relpath).st_mode & 0o777
+
+    def _stat(self, relpath: str) -> os.stat_result:
+        """``os.stat`` of a file read a moment ago; gone since (swapped?): one line, exit 1."""
+        try:
+            return os.stat(self._full(relpath))
+        except OSError as exc:
+            raise CompatkitError(f"cannot read {quoted(relpath)}: {exc.strerror}") from None
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         """Refuse a path that is not plain, or that passes a symlink or a non-directory."""
@@ -158,7 +166,7 @@ class DiskFiles:
 class Dist(Value):
     """One installed distribution: its metadata directory and the root its RECORD is under."""
 
-    __slots__ = ("name", "version", "dist_info", "root", "_files")
+    __slots__ = ("name", "version", "dist_info", "root", "_files", "_notice")
 
     def __init__(self, name: str, version: str, dist_info: Path, root: Path) -> None:
         self.name = name
@@ -166,6 +174,14 @@ class Dist(Value):
         self.dist_info = dist_info
         self.root = root
         self._files: DiskFiles | None = None
+        self._notice: Callable[[str], None] | None = None
+
+    def notice(self, line: str) -> None:
+        """Tell the user ``line`` while the work goes on (waiting for a lock), through what
+        the caller of :meth:`Environment.find` asked for (:meth:`Environment.tell`); else
+        nothing: no layer below the command line prints."""
+        if self._notice is not None:
+            self._notice(line)
 
     @property
     def files(self) -> DiskFiles:
@@ -206,14 +222,14 @@ class Dist(Value):
         """The bytes at ``relpath`` below the root, None if absent; never outside the root."""
         return self.files.read(relpath)
 
-    def hash(self, relpath: str, threads: bool = False) -> str | None:
+    def hash(self, relpath: str) -> str | None:
         """The RECORD-form hash of the file at ``relpath``, None if absent: streamed, with
         no size bound (:meth:`DiskFiles.hash`)."""
-        return self.files.hash(relpath, threads)
+        return self.files.hash(relpath)
 
 
 class Environment(Value):
-    __slots__ = ("executable", "paths", "cache_tag", "_markers")
+    __slots__ = ("executable", "paths", "cache_tag", "_markers", "_notice")
 
     def __init__(
         self,
@@ -226,6 +242,11 @@ class Environment(Value):
         self.paths = paths
         self.cache_tag = cache_tag
         self._markers = markers
+        self._notice: Callable[[str], None] | None = None
+
+    def tell(self, notice: Callable[[str], None]) -> None:
+        """Where the distributions found here tell of work under way (:meth:`Dist.notice`)."""
+        self._notice = notice
 
     @property
     def markers(self) -> dict[str, str]:
@@ -259,6 +280,7 @@ class Environment(Value):
         from compatkit.load import cache
 
         exe = _interpreter(python)
+        owners.check_interpreter(exe)  # before it is run: another user's is refused
         entry = cache.entry("probe", _probe_key(exe))
         cached = cache.load(entry)
         env = None if cached is None else cls._from_probe(cached)
@@ -291,7 +313,10 @@ class Environment(Value):
         """The installed distribution called ``name`` (first on the path wins), or None."""
         wanted = normalize_name(name)
         settled, dist = self._scan(wanted)
-        return dist if settled else self._find_general(wanted)
+        dist = dist if settled else self._find_general(wanted)
+        if dist is not None:
+            dist._notice = self._notice
+        return dist
 
     def _scan(self, wanted: str) -> tuple[bool, Dist | None]:
         """The common cases without importing importlib.metadata (start-up time, P1).

@@ -55,10 +55,15 @@ import marshal
 import os
 import stat
 import sys
+from hashlib import sha256
 from pathlib import Path
 
 from compatkit import bounded
-from compatkit.digest import sha256
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 MAGIC = b"compatkit-cache 2\n"
 MAC_SIZE = 32
@@ -69,6 +74,7 @@ _DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _warned: list[str] = []
+_sink: list[Callable[[str], None]] = []  # where warn_once's line goes (tell): the CLI's
 
 
 class Untrusted(Exception):
@@ -80,11 +86,18 @@ def supported() -> bool:
     return hasattr(os, "geteuid") and os.open in os.supports_dir_fd
 
 
+def tell(warn: Callable[[str], None]) -> None:
+    """Where the warning that the cache is ignored goes (the command line: stderr); without
+    it, nowhere: no layer below the command line prints."""
+    _sink[:] = [warn]
+
+
 def warn_once(message: str) -> None:
-    """One warning line on stderr, the first time this process ignores something."""
+    """One warning, the first time this process ignores something (:func:`tell`)."""
     if not _warned:
         _warned.append(message)
-        sys.stderr.write(f"compatkit: warning: {message}\n")
+        for warn in _sink:
+            warn(message)
 
 
 def _problem(st: os.stat_result, what: str, others_read: bool = False) -> str | None:
@@ -200,22 +213,18 @@ def _secret(base: int, where: str, create: bool) -> bytes | None:
 
 
 def _mac(secret: bytes, kind: str, name: str, blob: bytes) -> bytes:
-    try:
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - an interpreter without the built-in module
-        from hashlib import blake2b
+    from hashlib import blake2b
+
     mac = blake2b(f"{kind}/{name}\n".encode(), key=secret, digest_size=MAC_SIZE)
     mac.update(blob)
     return mac.digest()
 
 
 def _equal(a: bytes, b: bytes) -> bool:
-    """``a == b`` in constant time (hmac.compare_digest, without importing hashlib)."""
-    try:
-        from _operator import _compare_digest
-    except ImportError:  # pragma: no cover
-        from hmac import compare_digest as _compare_digest  # type: ignore[no-redef]
-    return bool(_compare_digest(a, b))
+    """``a == b`` in constant time."""
+    from hmac import compare_digest
+
+    return compare_digest(a, b)
 
 
 def read(path: str, kind: str, name: str) -> bytes | None:

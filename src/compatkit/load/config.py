@@ -6,6 +6,7 @@
     patchsets = ["speculators-vllm016"]
     patchset-dirs = ["patches"]        # relative to this pyproject.toml
     on-mismatch = "strict"             # or "warn"
+    safe-environments = ["/srv/venvs/team"]  # another user's environments you trust ("*": all)
 
     [tool.compatkit.patchset-source]   # a name two sources ship: the one to use
     team-fix = "team-patchsets"        # a package; or "bundled", "project", "--patchset-dir"
@@ -17,7 +18,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from compatkit import bounded
@@ -26,12 +26,24 @@ from compatkit.load import cache
 from compatkit.load.trust import check_folder, shown, why_untrusted
 from compatkit.value import Value
 
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 POLICIES = ("strict", "warn")
 MAX_BYTES = 16 << 20  # a pyproject.toml larger than this is not a project file
 
 
 class ProjectConfig(Value):
-    __slots__ = ("path", "patchsets", "patchset_dirs", "policy", "patchset_source")
+    __slots__ = (
+        "path",
+        "patchsets",
+        "patchset_dirs",
+        "policy",
+        "patchset_source",
+        "safe_environments",
+    )
 
     def __init__(
         self,
@@ -40,12 +52,14 @@ class ProjectConfig(Value):
         patchset_dirs: tuple[Path, ...],
         policy: str = "strict",
         patchset_source: dict[str, str] | None = None,
+        safe_environments: tuple[str, ...] = (),
     ) -> None:
         self.path = path
         self.patchsets = patchsets
         self.patchset_dirs = patchset_dirs
         self.policy = policy
         self.patchset_source = patchset_source or {}
+        self.safe_environments = safe_environments  # compatkit.env.owners: "*" or absolute
 
 
 def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
@@ -72,7 +86,20 @@ def parse_config(data: dict[str, object], path: Path) -> ProjectConfig | None:
         _check_entry(path, entry)
     base = path.parent
     found = tuple(base / d for d in dirs)
-    return ProjectConfig(path, tuple(names), found, str(policy), dict(source))
+    safe = _safe_environments(path, table.get("safe-environments", []))
+    return ProjectConfig(path, tuple(names), found, str(policy), dict(source), safe)
+
+
+def _safe_environments(path: Path, value: object) -> tuple[str, ...]:
+    """``safe-environments``: ``"*"`` or absolute folders (``~`` expanded)."""
+    key = f"{path}: [tool.compatkit] safe-environments"
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PatchFormatError(f"{key} must be a list of strings")
+    entries = tuple(v if v == "*" else os.path.expanduser(v) for v in value)
+    for entry in entries:
+        if entry != "*" and (not os.path.isabs(entry) or not entry.isprintable()):
+            raise PatchFormatError(f"{key} entry {shown(entry)!r} is not an absolute folder or '*'")
+    return entries
 
 
 def _check_entry(path: Path, entry: str) -> None:
@@ -91,11 +118,13 @@ def _check_entry(path: Path, entry: str) -> None:
         )
 
 
-def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | None:
+def find_config(
+    start: Path, explicit: Path | None = None, warn: Callable[[str], None] | None = None
+) -> ProjectConfig | None:
     """The nearest trusted pyproject.toml with a [tool.compatkit] table, walking up from
     ``start``. The walk stops at a folder or a pyproject.toml another user may change (see
-    compatkit.load.trust), with one warning line if a pyproject.toml naming compatkit lies there
-    or above: it is not obeyed."""
+    compatkit.load.trust), with one warning line to ``warn`` if a pyproject.toml naming
+    compatkit lies there or above: it is not obeyed."""
     if explicit is not None:
         if not _is_file(explicit):
             raise UsageError(f"--config {shown(explicit)}: no such file")
@@ -111,7 +140,8 @@ def find_config(start: Path, explicit: Path | None = None) -> ProjectConfig | No
             raw, file_why = _read(path)
             why = None if file_why is None else f"{shown(path)} is {file_why}"
         if why is not None:
-            _warn_boundary(folder, why)
+            if warn is not None:
+                _warn_boundary(folder, why, warn)
             return None  # nothing at or above a boundary is obeyed
         if b"compatkit" not in raw:
             continue  # cheap pre-check: most pyproject.toml files have no such table
@@ -158,7 +188,7 @@ def _read(path: Path) -> tuple[bytes, str | None]:
         os.close(fd)
 
 
-def _warn_boundary(folder: Path, why: str) -> None:
+def _warn_boundary(folder: Path, why: str, warn: Callable[[str], None]) -> None:
     """One line if a pyproject.toml that names compatkit lies at or above ``folder``."""
     for above in (folder, *folder.parents):
         path = above / "pyproject.toml"
@@ -169,7 +199,7 @@ def _warn_boundary(folder: Path, why: str) -> None:
         except PatchFormatError:
             raw = b"compatkit"  # unreadable: still say it was passed over
         if b"compatkit" in raw or not raw:
-            print(f"compatkit: warning: ignoring {shown(path)}: {why}", file=sys.stderr)
+            warn(f"ignoring {shown(path)}: {why}")
             return
 
 

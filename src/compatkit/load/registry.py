@@ -42,18 +42,38 @@ def package_dirs() -> list[tuple[str, Path]]:
     target's, never PYTHONPATH). The value names a package folder (``team_patchsets`` or
     ``team.sets``); it is located, not imported: no code of the package runs. Only the
     distributions whose entry_points.txt names the group are read with importlib.metadata,
-    so a run in an environment without such a package imports nothing more."""
+    so a run in an environment without such a package imports nothing more; and only
+    through :mod:`compatkit.bounded` (:func:`_distribution`): a METADATA that is a FIFO or a
+    link to ``/dev/zero`` is one line naming it, exit 1, never a hang."""
     import site
 
     found = []
     for dist_info in _declaring(site.getsitepackages([sys.prefix])):
-        from importlib.metadata import PathDistribution
-
-        dist = PathDistribution(dist_info)
+        dist = _distribution(dist_info)
         for ep in dist.entry_points.select(group=GROUP):
             label = f"package {shown(dist.name)} {shown(dist.version)}"
             found.append((label, _entry_folder(dist, ep.name, ep.value, label)))
     return sorted(found)
+
+
+def _distribution(dist_info: Path) -> Distribution:
+    """importlib.metadata's distribution of ``dist_info``, every file of it (METADATA,
+    entry_points.txt) read through :func:`compatkit.bounded.read`: a FIFO, a device or a
+    file over ``bounded.METADATA`` raises :class:`compatkit.bounded.Refused`, naming it."""
+    from importlib.metadata import PathDistribution
+
+    class BoundedDistribution(PathDistribution):
+        def read_text(self, filename: str | os.PathLike[str]) -> str | None:
+            try:
+                data = bounded.read(dist_info / filename, bounded.METADATA)
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                return None  # as PathDistribution: a file it does not have
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise bounded.Refused(str(dist_info / filename), "not UTF-8 text") from None
+
+    return BoundedDistribution(dist_info)
 
 
 def _entry_folder(dist: Distribution, name: str, value: str, label: str) -> Path:

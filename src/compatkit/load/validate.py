@@ -21,10 +21,10 @@ startup-code)", 'missing [target] table']
 from __future__ import annotations
 
 import os
+from hashlib import sha256
 from pathlib import Path
 
 from compatkit import bounded
-from compatkit.digest import sha256
 from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.load import cache
 from compatkit.load.trust import Finding, Resolver, refusal, shown
@@ -35,7 +35,7 @@ from compatkit.model.patchset import Patch, Patchset, parse_patch, smoke_clashes
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from compatkit.digest import Hash
+    from hashlib import _Hash as Hash
 
 # every key patchset.toml may hold, per table ("" is the top level)
 KEYS: dict[str, tuple[str, ...]] = {
@@ -125,7 +125,7 @@ def validate(root: Path, deep: bool = False, trust: Resolver | None = None) -> C
         checked.problems.append(f"patchset.toml: {str(exc)[:200]}")
         return checked
     _tables(checked, data)
-    digest = sha256(raw, small=True)  # it takes raw and one 32-byte digest per patch
+    digest = sha256(raw)  # it takes raw and one 32-byte digest per patch
     _series(checked, digest, deep)
     checked.digest = digest.hexdigest()
     if deep:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from hashlib import sha256 as _sha256
 
-from compatkit.digest import digest
 from compatkit.errors import CompatkitError
 from compatkit.model.paths import check_relpath
 from compatkit.value import Value
@@ -67,7 +67,7 @@ class Entry(Value):
 
 
 def sha256(data: bytes) -> str:
-    return digest(data).hex()
+    return _sha256(data).hexdigest()
 
 
 def index(dist_info: str, entries: Sequence[Entry]) -> bytes:

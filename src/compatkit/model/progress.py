@@ -5,7 +5,7 @@ a throw-away environment's build, a wheel's download, a matrix cell) takes a ``r
 opens one task per piece of work, with its total when known (steps: files, patchsets; and
 bytes). This base class shows nothing: it is what every caller gets unless it asks for more
 (a pipe, ``--json``, CI's logs, the pytest plugin, Ray's). The command line passes a rich
-progress bar on standard error in a terminal (:mod:`compatkit.cli.progress`); nothing here
+progress bar on standard error in a terminal (:mod:`compatkit.cli.progressbar`); nothing here
 imports rich or prints. A task's methods may be called from several threads at once.
 
 >>> class Count(Reporter):

@@ -12,11 +12,12 @@ b'pkg/m.py,sha256=Ngi8oeROpsTSaOttsCJgJpiSwLQrhrvx53pvoWw8koI,3\\npkg-1.dist-inf
 
 from __future__ import annotations
 
-import binascii
+import base64
+import csv
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
+from hashlib import sha256
 
-from compatkit.digest import digest, sha256
 from compatkit.value import Value
 
 TYPE_CHECKING = False  # not typing's: the read-only commands do not import typing
@@ -26,27 +27,16 @@ if TYPE_CHECKING:
 
     _S = TypeVar("_S")
 
-# base64.urlsafe_b64encode is b2a_base64 with "+/" -> "-_"; binascii is built in, base64 and
-# csv are imported on demand (their imports are a fixed cost of every apply, benchmark P5)
-_URLSAFE = bytes.maketrans(b"+/", b"-_")
 
-
-def hash_bytes(data: bytes, threads: bool = False) -> str:
-    """RECORD's ``sha256=`` form of ``data``'s hash.
-
-    Small inputs are hashed by the interpreter's built-in SHA-256 (compatkit.digest): status
-    and verify hash a few patched files, and importing hashlib (OpenSSL) would cost more than
-    the hashing (P1). ``threads``: the caller hashes many files (pristine's
-    workers), so always OpenSSL's, faster per byte, which releases the GIL.
-    """
-    return record_hash(sha256(data, small=False).digest() if threads else digest(data))
+def hash_bytes(data: bytes) -> str:
+    """RECORD's ``sha256=`` form of ``data``'s hash."""
+    return record_hash(sha256(data).digest())
 
 
 def record_hash(digest: bytes) -> str:
     """RECORD's ``sha256=`` form of a SHA-256 ``digest`` (a file's, hashed as it is streamed:
     :func:`compatkit.bounded.sha256`)."""
-    encoded = binascii.b2a_base64(digest, newline=False).translate(_URLSAFE).rstrip(b"=")
-    return "sha256=" + encoded.decode("ascii")
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 class Row(Value):
@@ -60,15 +50,15 @@ class Row(Value):
 
     @classmethod
     def from_raw(cls, raw: str) -> Row:
-        if '"' not in raw:
-            fields = raw.split(",")  # what csv makes of a row without quotes
-        else:
-            import csv
+        try:
+            fields = next(csv.reader([raw]))
+        except (csv.Error, StopIteration):  # an unclosed quote; an empty line
+            fields = [raw]
+        return cls.from_fields(fields, raw)
 
-            try:
-                fields = next(csv.reader([raw]))
-            except (csv.Error, StopIteration):
-                fields = [raw]
+    @classmethod
+    def from_fields(cls, fields: list[str], raw: str) -> Row:
+        """The row whose text is ``raw``, given the fields csv read from it."""
         path = fields[0] if fields else ""
         digest = fields[1] if len(fields) > 1 else ""
         size_text = fields[2] if len(fields) > 2 else ""
@@ -84,10 +74,6 @@ def row_for(path: str, data: bytes | None) -> Row:
 def row_with(path: str, digest: tuple[str, int] | None) -> Row:
     """A RECORD row for ``path`` with ``digest`` (its RECORD hash and size, as a file hashed
     while streamed has them; None: no hash, as for RECORD itself)."""
-    if not any(c in path for c in ',"\r\n'):  # nothing to quote: what csv would write
-        row = f"{path},," if digest is None else f"{path},{digest[0]},{digest[1]}"
-        return Row.from_raw(row)
-    import csv
     import io
 
     buf = io.StringIO()
@@ -106,181 +92,142 @@ def _encoded(text: str) -> bytes | None:
     return data if data.decode("utf-8", "surrogateescape") == text else None
 
 
-# the bytes and record of the last Record.parse (see Record.paths_in)
-_LAST: list[tuple[bytes, Record]] = []
+def _paths_of(raws: list[str]) -> list[str]:
+    """Each row's path, in order, as :meth:`Row.from_raw` reads it: csv in one pass over rows
+    with no quote character (each row is then one csv record), row by row otherwise."""
+    if not any('"' in r for r in raws):
+        try:
+            return [fields[0] if fields else "" for fields in csv.reader(raws)]
+        except csv.Error:  # a line break in an unquoted field: not csv, read row by row
+            pass
+    return [Row.from_raw(r).path for r in raws]
 
 
-def _lines(data: bytes) -> tuple[list[str], str, bool]:
-    """A RECORD's rows (raw text), its line terminator and whether it ends with one."""
-    text = data.decode("utf-8", "surrogateescape")
-    terminator = "\r\n" if "\r" in text and "\r\n" in text else "\n"  # "\r": one fast scan
-    final_newline = text.endswith("\n")
-    body = text[: -len(terminator)] if text.endswith(terminator) else text
-    return (body.split(terminator) if body else []), terminator, final_newline
+def _csv_forms(path: str) -> list[str]:
+    """How a row's text can start with ``path`` as its first field: as csv writes it (quoted
+    only when it must be) and, if different, wholly quoted (a writer quoting every field)."""
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow([path])
+    minimal = buf.getvalue() if path else ""
+    quoted = '"' + path.replace('"', '""') + '"'
+    return [minimal] if minimal == quoted else [minimal, quoted]
 
 
 class Record(Value):
-    """A RECORD's rows, in order. One parsed from bytes builds a :class:`Row` per line only
-    when something asks for them all: a command that reads or edits a few rows of a
-    15,000-row RECORD reads their paths alone (issue 36, G-apply). A row is a function of its
-    raw text (every row is made by :meth:`Row.from_raw`), so records compare by raw text.
+    """A RECORD: its lines, kept as the bytes they are (UTF-8 with surrogate escapes, each
+    line followed by the terminator), whatever the command does with them. A row is a
+    function of its line's text (:meth:`Row.from_raw`); rows are made only for the lines
+    asked for: a lookup searches the bytes for the line starting with the path as csv writes
+    it, followed by a comma or the terminator, and an edit splices the lines it changes, so
+    a command that reads or edits a few rows of a 15,000-row RECORD neither decodes nor
+    splits the others (issue 36, G-apply). UTF-8 never puts a line break, a comma or a quote
+    inside a character, so the bytes split where the text would.
 
-    A parsed RECORD without quote characters (what installers write: a path needs quotes only
-    when it holds a comma, a quote or a line break) is kept as its bytes, neither decoded nor
-    split into lines: a row's path is then the text before its first comma, so a lookup is a
-    search for the line starting with the path's bytes and a comma (or made of the path
-    alone), and an edit splices the few lines it changes (issue 36, G-apply). UTF-8 never
-    puts a line break, a comma or a quote inside a character, so the bytes split where the
-    text would. Any other record is a list of lines."""
+    ``_hits`` and ``_folders`` remember this record's lookups (the bytecode or the backups
+    of a few modules, looked up one by one, cost one search in all), ``_numbered`` the line
+    numbers :meth:`index` counted (each counted on from the nearest one counted before); the
+    record itself never changes."""
 
-    __slots__ = (
-        "_rows",
-        "_raws",
-        "_text",
-        "terminator",
-        "final_newline",
-        "_index",
-        "_paths",
-        "_hits",
-        "_folders",
-        "_numbered",
-    )
+    __slots__ = ("_text", "terminator", "final_newline", "_hits", "_folders", "_numbered")
 
-    def __init__(self, rows: tuple[Row, ...], terminator: str, final_newline: bool) -> None:
-        self._rows: tuple[Row, ...] | None = rows
-        self._raws: list[str] | None = None  # the rows' raw text while ``_rows`` is None
-        self._text: bytes | None = None  # or: each line, then the terminator (encoded)
+    def __init__(self, rows: Iterable[Row], terminator: str, final_newline: bool) -> None:
+        self._text = "".join(r.raw + terminator for r in rows).encode("utf-8", "surrogateescape")
         self.terminator = terminator
         self.final_newline = final_newline
-        self._index: dict[str, int] | None = None
-        self._paths: list[str] | None = None
         self._hits: dict[str, list[int]] = {}  # a path -> where its lines start in ``_text``
         self._folders: dict[str, bool] = {}  # a folder -> whether a line's path is below it
         # lines of ``_text`` numbered so far: their starts (sorted) and their numbers
         self._numbered: tuple[list[int], list[int]] = ([], [])
 
     @classmethod
-    def _of_raws(cls, raws: list[str], terminator: str, final_newline: bool) -> Record:
-        record = cls((), terminator, final_newline)
-        record._rows, record._raws = None, raws
-        return record
-
-    @classmethod
     def _of_text(cls, text: bytes, terminator: str, final_newline: bool) -> Record:
-        """``text``: one or more lines (none holding a quote character), each followed by the
-        terminator; UTF-8 with surrogate escapes, as :meth:`render` writes."""
+        """``text``: no line, or lines each followed by the terminator."""
         record = cls((), terminator, final_newline)
-        record._rows, record._text = None, text
+        record._text = text
         return record
 
     @classmethod
     def parse(cls, data: bytes) -> Record:
         end = b"\r\n" if b"\r" in data and b"\r\n" in data else b"\n"  # "\r": one fast scan
-        if b'"' in data or data in (b"", end):  # quotes; or no line at all (as _lines)
-            record = cls._of_raws(*_lines(data))
-        else:
-            text = data if data.endswith(end) else data + end  # the bytes read: no copy
-            record = cls._of_text(text, end.decode(), data.endswith(b"\n"))
-        _LAST[:] = [(data, record)]
-        return record
+        if data in (b"", end):  # no line at all
+            return cls._of_text(b"", end.decode(), data.endswith(b"\n"))
+        text = data if data.endswith(end) else data + end  # the bytes read: no copy
+        return cls._of_text(text, end.decode(), data.endswith(b"\n"))
 
     @property
     def rows(self) -> tuple[Row, ...]:
-        if self._rows is None:
-            self._rows = tuple(Row.from_raw(r) for r in self._raw_list())
-            self._raws, self._text = None, None
-        return self._rows
+        raws = self._raw_list()
+        if not any('"' in r for r in raws):
+            try:  # one csv record a row: read in one pass
+                return tuple(map(Row.from_fields, csv.reader(raws), raws))
+            except csv.Error:  # a line break in an unquoted field: not csv, read row by row
+                pass
+        return tuple(Row.from_raw(r) for r in raws)
 
     def _raw_list(self) -> list[str]:
-        if self._rows is not None:
-            return [r.raw for r in self._rows]
-        if self._raws is None:
-            assert self._text is not None  # one of the three is set
-            cut = len(self.terminator)
-            text = self._text[:-cut].decode("utf-8", "surrogateescape")
-            self._raws = text.split(self.terminator)
-        return self._raws
+        """Each line's text, in order (the record split: only when every row is asked for)."""
+        if not self._text:
+            return []
+        text = self._text[: -len(self.terminator)].decode("utf-8", "surrogateescape")
+        return text.split(self.terminator)
 
     def _path_list(self) -> list[str]:
         """Each row's path, in order, without building the rows."""
-        if self._paths is None:
-            if self._rows is None:  # Row.from_raw(r).path; split inline for a row without quotes
-                self._paths = [
-                    r.partition(",")[0] if '"' not in r else Row.from_raw(r).path
-                    for r in self._raw_list()
-                ]
-            else:
-                self._paths = [r.path for r in self._rows]
-        return self._paths
-
-    def _searched(self) -> bool:
-        """Whether lookups search the text (no index was built)."""
-        return self._text is not None and self._index is None
+        return _paths_of(self._raw_list())
 
     def _lines_of(self, path: str) -> list[int]:
         """Where each line whose path is ``path`` starts in ``_text``, in order: the lines
-        that are ``path`` followed by a comma or by the terminator. A path holding a comma or
-        the terminator is no line's path, nor is one in a folder no line's path is in (found
-        once for the folder: the bytecode or the backups of a few modules, looked up one by
-        one, cost one search in all)."""
+        that are ``path`` (as csv writes it) followed by a comma or by the terminator. A path
+        holding the terminator is no line's path, nor is one in a folder no line's path is
+        in."""
         hits = self._hits.get(path)
         if hits is not None:
             return hits
-        text, end = self._text, self.terminator.encode()
-        assert text is not None
         hits = self._hits[path] = []
-        key = _encoded(path)
-        if key is None or b"," in key or end in key or not self._has_folder(path):
+        if "\r" in path or "\n" in path or not self._has_folder(path):
             return hits
-        start = 0 if text.startswith(key) else -1  # the first line; then each after a terminator
-        if start < 0:
-            start = text.find(end + key)
-            start = start + len(end) if start >= 0 else -1
-        while start >= 0:
-            after = start + len(key)
-            if text.startswith(b",", after) or text.startswith(end, after):
-                hits.append(start)
-            start = text.find(end + key, start)
-            start = start + len(end) if start >= 0 else -1
+        text, end = self._text, self.terminator.encode()
+        for form in _csv_forms(path):
+            key = _encoded(form)
+            if key is None:
+                return hits
+            start = 0 if text.startswith(key) else -1  # the first line; then each after an end
+            if start < 0:
+                start = text.find(end + key)
+                start = start + len(end) if start >= 0 else -1
+            while start >= 0:
+                after = start + len(key)
+                if text.startswith(b",", after) or text.startswith(end, after):
+                    hits.append(start)
+                start = text.find(end + key, start)
+                start = start + len(end) if start >= 0 else -1
+        hits.sort()
         return hits
 
     def _has_folder(self, path: str) -> bool:
-        """Whether a line's path is in the folder holding ``path`` (or below it)."""
+        """Whether a line's path may be in the folder holding ``path`` (or below it)."""
         folder = path.rpartition("/")[0]
-        if not folder:  # the root
+        if not folder or b'"' in self._text:  # the root; quoted lines: no quick answer
             return True
         known = self._folders.get(folder)
         if known is None:
             key = _encoded(folder + "/")
-            assert self._text is not None and key is not None  # path's own was
-            known = self._has_folder(folder) and (
-                self._text.startswith(key) or self.terminator.encode() + key in self._text
+            end = self.terminator.encode()
+            known = key is not None and (
+                self._has_folder(folder) and (self._text.startswith(key) or end + key in self._text)
             )
             self._folders[folder] = known
         return known
 
     def _line_at(self, start: int) -> str:
         """The line starting at ``start`` of ``_text``."""
-        assert self._text is not None
         line = self._text[start : self._text.find(self.terminator.encode(), start)]
         return line.decode("utf-8", "surrogateescape")
 
     def _fields(self) -> tuple[object, ...]:
-        return (tuple(self._raw_list()), self.terminator, self.final_newline)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        if self._text is not None and other._text is not None:  # no need to split the lines
-            return (self._text, self.terminator, self.final_newline) == (
-                other._text,
-                other.terminator,
-                other.final_newline,
-            )
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
+        return (self._text, self.terminator, self.final_newline)
 
     def __repr__(self) -> str:
         return f"Record(rows={self.rows!r}, terminator={self.terminator!r}, " + (
@@ -294,74 +241,44 @@ class Record(Value):
 
     @staticmethod
     def paths_in(data: bytes) -> AbstractSet[str]:
-        """``parse(data).paths()`` without the rest: a check that needs only who owns what.
+        """``parse(data).owned()``: a check that needs only who owns what (a transaction's
+        check of the RECORD its plan read, re-read under the lock), no line split for it.
 
         >>> sorted(Record.paths_in(b'a.py,sha256=x,1\\n"b,c.py",,\\n'))
         ['a.py', 'b,c.py']
-
-        The same bytes as the last :meth:`parse` (a transaction's check of the RECORD its plan
-        read, re-read under the lock) take that record's paths: the answer is a function of
-        the bytes, compared whole (its :meth:`owned` view: no line is split for it).
         """
-        if _LAST and _LAST[0][0] == data:
-            return _LAST[0][1].owned()
-        return {  # as _path_list: Row.from_raw(r).path, split inline without quotes
-            r.partition(",")[0] if '"' not in r else Row.from_raw(r).path for r in _lines(data)[0]
-        }
+        return Record.parse(data).owned()
 
     def render(self) -> bytes:
-        if self._rows is None and self._text is not None:  # the bytes it was parsed from
-            return self._text if self.final_newline else self._text[: -len(self.terminator)]
-        raws = self._raw_list()
-        text = self.terminator.join(raws)
-        if raws and self.final_newline:
-            text += self.terminator
-        return text.encode("utf-8", "surrogateescape")
-
-    @property
-    def _positions(self) -> dict[str, int]:
-        if self._index is None:  # each path's first row: later rows overwrite, so go backwards
-            paths = self._path_list()
-            self._index = {paths[i]: i for i in range(len(paths) - 1, -1, -1)}
-        return self._index
+        if self.final_newline or not self._text:
+            return self._text
+        return self._text[: -len(self.terminator)]
 
     def get(self, path: str) -> Row | None:
-        if self._searched():
-            hits = self._lines_of(path)
-            return Row.from_raw(self._line_at(hits[0])) if hits else None
-        i = self._positions.get(path)
-        if i is None:
-            return None
-        return self._rows[i] if self._rows is not None else Row.from_raw(self._raw_list()[i])
+        hits = self._lines_of(path)
+        return Row.from_raw(self._line_at(hits[0])) if hits else None
 
     def paths(self) -> set[str]:
         return set(self._path_list())
 
     def replace(self, path: str, row: Row) -> Record:
-        return Record(
-            tuple(row if r.path == path else r for r in self.rows),
-            self.terminator,
-            self.final_newline,
-        )
+        return self._with(tuple(row if r.path == path else r for r in self.rows))
 
     def without(self, paths: set[str]) -> Record:
-        return Record(
-            tuple(r for r in self.rows if r.path not in paths),
-            self.terminator,
-            self.final_newline,
-        )
+        return self._with(tuple(r for r in self.rows if r.path not in paths))
 
     def with_rows(self, rows: list[Row]) -> Record:
         existing = self.paths()
-        new = tuple(r for r in rows if r.path not in existing)
-        return Record(self.rows + new, self.terminator, self.final_newline or not self.rows)
+        return self._with(self.rows + tuple(r for r in rows if r.path not in existing))
+
+    def _with(self, rows: tuple[Row, ...]) -> Record:
+        """The record of ``rows``, with this one's terminator; a record that had no line
+        ends with one."""
+        return Record(rows, self.terminator, self.final_newline or not self._text)
 
     def index(self, path: str) -> int | None:
-        if self._searched():
-            assert self._text is not None
-            hits = self._lines_of(path)
-            return self._line_number(hits[0]) if hits else None
-        return self._positions.get(path)
+        hits = self._lines_of(path)
+        return self._line_number(hits[0]) if hits else None
 
     def _line_number(self, start: int) -> int:
         """How many lines begin before ``start`` (where a line of ``_text`` begins): the
@@ -370,7 +287,6 @@ class Record(Value):
         quadratic)."""
         import bisect  # here: only numbering lines needs it
 
-        assert self._text is not None
         offsets, numbers = self._numbered
         i = bisect.bisect_right(offsets, start)
         if i and offsets[i - 1] == start:
@@ -382,33 +298,10 @@ class Record(Value):
         return number
 
     def edit(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
-        """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs), on
-        the raw text: no row is built for the lines it keeps (in a record kept as its text,
-        no line is split: see :class:`Record`)."""
-        if self._searched():
-            new = [_encoded(r.raw) for r in (*replace.values(), *append)]
-            end = self.terminator.encode()
-            if all(r is not None and b'"' not in r and end not in r for r in new):
-                return self._edit_text(replace, remove, append)
-        raws, paths = self._raw_list(), self._path_list()
-        kept = [
-            replace[p].raw if p in replace else raw
-            for raw, p in zip(raws, paths, strict=True)
-            if p not in remove
-        ]
-        if all(row.path == p for p, row in replace.items()):  # as row_for makes them
-            present = set(paths).difference(remove)
-        else:
-            present = {replace[p].path if p in replace else p for p in paths if p not in remove}
-        kept += [r.raw for r in append if r.path not in present]
-        return Record._of_raws(kept, self.terminator, self.final_newline or not raws)
-
-    def _edit_text(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
-        """:meth:`edit` of a record kept as its bytes, its new lines holding no quote character
-        and no terminator: the lines it replaces or removes are spliced, the rest is copied
-        once."""
+        """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs): the
+        lines it replaces or removes are spliced, the rest is copied once; no row is built for
+        the lines it keeps."""
         text, end = self._text, self.terminator.encode()
-        assert text is not None
         lines = sorted((i, p) for p in replace.keys() | remove for i in self._lines_of(p))
         whole = memoryview(text)
         pieces: list[bytes | memoryview] = []
@@ -432,10 +325,7 @@ class Record(Value):
         pieces += [
             r.raw.encode("utf-8", "surrogateescape") + end for r in append if not present(r.path)
         ]
-        kept = b"".join(pieces)
-        if not kept:  # every line removed, none added
-            return Record._of_raws([], self.terminator, self.final_newline)
-        return Record._of_text(kept, self.terminator, self.final_newline)
+        return Record._of_text(b"".join(pieces), self.terminator, self.final_newline or not text)
 
     def insert_all(self, rows: list[tuple[int, Row]]) -> Record:
         """``insert(index, row)`` for each pair in turn, in one pass (a loop is quadratic).
@@ -446,7 +336,7 @@ class Record(Value):
         """
         paths = {row.path for _, row in rows}
         ascending = all(rows[k][0] < rows[k + 1][0] for k in range(len(rows) - 1))
-        if len(paths) < len(rows) or not ascending or not paths.isdisjoint(self._positions):
+        if len(paths) < len(rows) or not ascending or any(p in self.owned() for p in paths):
             record = self
             for index, row in rows:
                 record = record.insert(index, row)
@@ -460,13 +350,13 @@ class Record(Value):
             taken += fill
             out.append(row)
         out += rest[taken:]
-        return Record(tuple(out), self.terminator, self.final_newline or not self.rows)
+        return self._with(tuple(out))
 
     def insert(self, index: int | None, row: Row) -> Record:
         rows = [r for r in self.rows if r.path != row.path]
         at = len(rows) if index is None else min(index, len(rows))
         rows.insert(at, row)
-        return Record(tuple(rows), self.terminator, self.final_newline or not self.rows)
+        return self._with(tuple(rows))
 
 
 class _Paths(AbstractSet[str]):

@@ -108,6 +108,17 @@ class Action(_State):
     NONE = "none"  # nothing to do: already applied, or nothing to revert
 
 
+class NodeEnd(_State):
+    """Where ``fleet apply`` left a node (its reason beside it: which patchsets, why)."""
+
+    UNCHANGED = "unchanged"  # this run applied nothing there
+    APPLIED = "applied"  # every node as asked: each keeps what it applied
+    KEPT = "applied, kept (--keep-going)"  # not every node as asked, kept on purpose
+    ROLLED_BACK = "rolled back"
+    NOT_ROLLED_BACK = "NOT rolled back"  # its revert failed or got no answer
+    UNKNOWN = "end state unknown"  # the node gave no answer
+
+
 MatrixState = PatchState | UpstreamState  # what a matrix cell expects of a patch
 
 MATRIX_STATES: tuple[MatrixState, ...] = (

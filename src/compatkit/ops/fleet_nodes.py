@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from compatkit.errors import CompatkitError
-from compatkit.model.results import Action, PatchsetState, PatchState
+from compatkit.model.results import Action, NodeEnd, PatchsetState, PatchState
 from compatkit.value import Value
 
 
@@ -60,9 +60,9 @@ class NodeAnswer(Value):
 class NodeReport(Value):
     """One node's part of a run: its ``answer`` (None: none came), ``failure`` in words ("died
     during fleet apply (NodeDiedError: ...)"), and for apply ``end``, where the run left the
-    node ("rolled back: ...", ...)."""
+    node, with ``end_reason`` (which patchsets, why)."""
 
-    __slots__ = ("node_id", "address", "answer", "failure", "end")
+    __slots__ = ("node_id", "address", "answer", "failure", "end", "end_reason")
 
     def __init__(
         self,
@@ -70,10 +70,19 @@ class NodeReport(Value):
         address: str,
         answer: NodeAnswer | None = None,
         failure: str | None = None,
-        end: str | None = None,
+        end: NodeEnd | None = None,
+        end_reason: str = "",
     ) -> None:
         self.node_id, self.address, self.answer = node_id, address, answer
-        self.failure, self.end = failure, end
+        self.failure, self.end, self.end_reason = failure, end, end_reason
+
+    @property
+    def end_text(self) -> str | None:
+        """Where the run left the node, in words ("rolled back: one reverted"); None if not
+        told (not an apply)."""
+        if self.end is None:
+            return None
+        return f"{self.end}: {self.end_reason}" if self.end_reason else str(self.end)
 
     @property
     def ok(self) -> bool:
@@ -125,6 +134,7 @@ def _node_doc(node: NodeReport) -> dict[str, Any]:
         "ok": node.ok,
         "failure": node.failure,
         "end_state": node.end,
+        "end_reason": node.end_reason if node.end is not None else None,
         "python": answer.python if answer else None,
         "patchsets": [
             {

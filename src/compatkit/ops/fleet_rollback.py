@@ -5,19 +5,20 @@ applied (action ``"applied"``; one that was already applied is not this run's) i
 each node that answered, newest first, one pinned task per node, before the command reports;
 a node that failed keeps its own apply's all-or-nothing (nothing written, or a journal the
 next compatkit command there rolls back). ``keep_going`` keeps the partial state on purpose.
-Each :class:`~compatkit.ops.fleet.NodeReport` gets its ``end`` in words.
+Each :class:`~compatkit.ops.fleet.NodeReport` gets its ``end`` (a :class:`NodeEnd`) and
+the reason for it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from compatkit.model.results import Action
+from compatkit.model.results import Action, NodeEnd
 from compatkit.ops.fleet_nodes import FleetResult, NodeReport, run_on
 
 UNKNOWN = (
-    "end state unknown (no answer): check it with compatkit verify there; an apply cut off "
-    "midway is rolled back by the next compatkit command on that node"
+    "no answer: check it with compatkit verify there; an apply cut off midway is rolled back "
+    "by the next compatkit command on that node"
 )
 
 
@@ -34,17 +35,20 @@ def settle(
     todo = [(node, applied_by_run(node)) for node in result.nodes]
     todo = [(node, names) for node, names in todo if names]
     if result.ok or keep_going or not todo:
-        kept = " (kept: --keep-going)" if keep_going and not result.ok else ""
+        kept = keep_going and not result.ok
         for node in result.nodes:
-            node.end = _as_left(node) + (kept if applied_by_run(node) else "")
+            node.end, node.end_reason = _as_left(node)
+            if kept and node.end is NodeEnd.APPLIED:
+                node.end = NodeEnd.KEPT
         return
     nodes = [({"NodeID": n.node_id, "NodeManagerAddress": n.address}, names) for n, names in todo]
     undone = run_on(ray, nodes, "revert", dirs, python, timeout)
     result.rolled_back = True
     for (node, names), revert in zip(todo, undone, strict=True):
-        node.end = _rolled_back(names, revert)
+        node.end, node.end_reason = _rolled_back(names, revert)
     for node in result.nodes:
-        node.end = node.end or _as_left(node)
+        if node.end is None:
+            node.end, node.end_reason = _as_left(node)
 
 
 def applied_by_run(node: NodeReport) -> list[str]:
@@ -54,18 +58,20 @@ def applied_by_run(node: NodeReport) -> list[str]:
     return [ps.name for ps in reversed(node.answer.patchsets) if ps.action is Action.APPLIED]
 
 
-def _as_left(node: NodeReport) -> str:
+def _as_left(node: NodeReport) -> tuple[NodeEnd, str]:
     if node.answer is None:
-        return UNKNOWN
+        return NodeEnd.UNKNOWN, UNKNOWN
     applied = applied_by_run(node)
-    return f"applied: {', '.join(reversed(applied))}" if applied else "unchanged"
+    if applied:
+        return NodeEnd.APPLIED, ", ".join(reversed(applied))
+    return NodeEnd.UNCHANGED, ""
 
 
-def _rolled_back(names: list[str], revert: NodeReport) -> str:
+def _rolled_back(names: list[str], revert: NodeReport) -> tuple[NodeEnd, str]:
     which = ", ".join(names)
     if revert.answer is None:
-        return f"NOT rolled back ({revert.failure}): {which} may still be applied"
+        return NodeEnd.NOT_ROLLED_BACK, f"{which} may still be applied ({revert.failure})"
     problems = [p for ps in revert.answer.patchsets for p in ps.problems]
     if problems:
-        return f"NOT rolled back, {which} still applied: {'; '.join(problems)}"
-    return f"rolled back: {which} reverted"
+        return NodeEnd.NOT_ROLLED_BACK, f"{which} still applied: {'; '.join(problems)}"
+    return NodeEnd.ROLLED_BACK, f"{which} reverted"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,9 @@ from compatkit.model.results import (
 from compatkit.ops import verify
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
-from compatkit.ops.smoke import run_smoke, select
+from compatkit.ops.smoke import run_smoke, smoke_patches
 from compatkit.ops.upstream import classify
+from compatkit.value import Value
 
 Entry = dict[str, str]  # id, status, state (as shown), detail, smoke, reason
 
@@ -68,7 +69,7 @@ def _smoke_entries(
     ps: Patchset, env: Environment, states: Mapping[str, tuple[MatrixState, str, str]]
 ) -> list[Entry]:
     """``states``: patch id -> (status, text shown for it, detail); in series order."""
-    _, smoke = run_smoke(ps, env, select(ps, []), show_output=False)
+    _, smoke = run_smoke(ps, env, smoke_patches(ps, []), show_output=False)
     ordered = sorted(states.items(), key=lambda item: ps.ids.index(item[0]))
     return [
         _entry(pid, status, shown, detail, smoke[pid].verdict, smoke[pid].reason)
@@ -152,6 +153,45 @@ def mismatches(cell: Cell, results: dict[str, list[Entry]]) -> list[str]:
     return found
 
 
+class CellRun(Value):
+    """One cell's run: the environment it ran in (``python``, ``installed``: each named
+    package's version), each patchset's entries, what differs from the cell's expectations
+    (``mismatches``) and how long it took."""
+
+    __slots__ = ("cell", "python", "installed", "patchsets", "mismatches", "seconds")
+
+    def __init__(
+        self,
+        cell: Cell,
+        python: str | None,
+        installed: dict[str, str | None],
+        patchsets: dict[str, list[Entry]],
+        mismatches: list[str],
+        seconds: float,
+    ) -> None:
+        self.cell, self.python, self.installed = cell, python, installed
+        self.patchsets, self.mismatches, self.seconds = patchsets, mismatches, seconds
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def to_json(self) -> dict[str, Any]:
+        """The cell's document, as written to ``<cell>.json`` (the report reads it back)."""
+        return {
+            "cell": self.cell.id,
+            "python": self.python,
+            "mode": self.cell.mode,
+            "packages": list(self.cell.packages),
+            "installed": self.installed,
+            "note": self.cell.note,
+            "patchsets": self.patchsets,
+            "mismatches": self.mismatches,
+            "ok": self.ok,
+            "seconds": self.seconds,
+        }
+
+
 def run_cell(
     registry: Registry,
     env: Environment,
@@ -160,10 +200,9 @@ def run_cell(
     out_dir: Path,
     progress: Callable[[str], None] = lambda line: None,
     reporter: Reporter = NONE,
-) -> dict[str, Any]:
-    """Run one cell of ``matrix`` and write its result to ``out_dir/<cell>.json``; return that
-    document (``patchsets``: each patchset's entries, ``mismatches``: what differs from the
-    cell's expectations). ``progress`` gets one line per patchset as it starts; ``reporter``
+) -> CellRun:
+    """Run one cell of ``matrix`` and write its result's document to ``out_dir/<cell>.json``;
+    return the result. ``progress`` gets one line per patchset as it starts; ``reporter``
     the patchsets done of the cell's."""
     cell = find_cell(load_matrix(matrix), cell_id)
     started = time.monotonic()
@@ -185,25 +224,28 @@ def run_cell(
                 pristine.append(f"{name}: {ps.distribution} is not pristine after the run")
             task.advance()
     bad = mismatches(cell, results) + pristine
-    installed = {
-        n: (d.version if (d := env.find(n)) else None)
-        for n in sorted({p.split("=")[0].split("<")[0].split(">")[0] for p in cell.packages})
-    }
-    doc = {
-        "cell": cell.id,
-        "python": env.markers.get("python_full_version"),
-        "mode": cell.mode,
-        "packages": list(cell.packages),
-        "installed": installed,
-        "note": cell.note,
-        "patchsets": results,
-        "mismatches": bad,
-        "ok": not bad,
-        "seconds": round(time.monotonic() - started, 1),
-    }
+    installed = installed_versions(env, cell.packages)
+    python = env.markers.get("python_full_version")
+    seconds = round(time.monotonic() - started, 1)
+    result = CellRun(cell, python, installed, results, bad, seconds)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(doc, indent=2) + "\n")
-    return doc
+    atomic.write_text(out_dir / f"{cell.id}.json", json.dumps(result.to_json(), indent=2) + "\n")
+    return result
+
+
+def installed_versions(env: Environment, packages: Sequence[str]) -> dict[str, str | None]:
+    """The installed version of each distribution a cell's ``packages`` name (PEP 508
+    requirements: ``pkg~=1.0``, ``pkg[extra]==1``, ``pkg; marker``), None if not installed,
+    by name in order. A package that is not a requirement raises :class:`CompatkitError`."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    names = set()
+    for text in packages:
+        try:
+            names.add(Requirement(text).name)
+        except InvalidRequirement as exc:
+            raise CompatkitError(f"matrix: package {text!r} is not a requirement: {exc}") from None
+    return {n: (d.version if (d := env.find(n)) else None) for n in sorted(names)}
 
 
 def not_the_cells(packages: list[str], installed: dict[str, str | None]) -> list[str]:

@@ -27,6 +27,7 @@ cuda-bindings 13.5.0: 2 files overwritten by cuda-python 12.6.2.post1; 1 file ma
 
 from __future__ import annotations
 
+import contextlib
 import os
 from contextlib import ExitStack
 from functools import partial
@@ -44,6 +45,7 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
+    from typing import Any
 
 _Key = tuple[Path, str]  # (the root a RECORD is under, the path it lists)
 NOT_READ = "!"  # Hashing's mark of a file not read: never the start of a RECORD hash
@@ -205,8 +207,11 @@ class Hashing:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=kind is None, cancel_futures=kind is not None)
+        if self._pool is None:
+            return
+        if kind is not None:  # Ctrl-C, a killed worker: a file being hashed is not waited for
+            _stop(self._pool)
+        self._pool.shutdown(wait=kind is None, cancel_futures=kind is not None)
 
     def add(self, files: DiskFiles, path: str, size: int | None = None) -> int:
         """One more file, of ``size`` bytes as its RECORD gives it (None: stat it); its index
@@ -229,7 +234,7 @@ class Hashing:
 
     def _send(self, batch: list[int]) -> None:
         assert self._pool is not None
-        future = self._pool.submit(_hash_batch, [self.jobs[i] for i in batch])
+        future = self._pool.submit(_hash_batch, [self.jobs[i] for i in batch], None, batch)
         self._sent.append((batch, future))
         self._given.update(batch)
 
@@ -243,16 +248,33 @@ class Hashing:
         for batch in _batches(rest, self.sizes):
             self._send(batch)
         from concurrent.futures import as_completed
+        from concurrent.futures.process import BrokenProcessPool
 
         out: list[str | None] = [None] * total
         batches = {id(future): batch for batch, future in self._sent}
         with self.reporter.task("hashing", total=total, nbytes=nbytes) as task:
             for future in as_completed([future for _, future in self._sent]):
                 batch = batches[id(future)]
-                for i, found in zip(batch, future.result(), strict=True):
+                try:
+                    hashes = future.result()
+                except BrokenProcessPool:  # a worker killed (the OOM killer): say which file
+                    raise self._killed(batch) from None
+                for i, found in zip(batch, hashes, strict=True):
                     out[i] = found
                 task.advance(len(batch), sum(self.sizes[i] for i in batch))
         return out
+
+    def _killed(self, batch: list[int]) -> CompatkitError:
+        """The one line of a worker killed mid-hash: the file it was hashing, as its slot
+        (:data:`_HASHING`) tells; the others, stopped by the pool with SIGTERM, cleared
+        theirs. Should none be left, the largest file of the batch that failed."""
+        busy = [i for i in _HASHING.get("slots", ()) if 0 <= i < len(self.jobs)]
+        i = max(busy or batch, key=lambda j: self.sizes[j])
+        files, path = self.jobs[i]
+        return CompatkitError(
+            f"a hashing worker was killed (out of memory?) while it hashed {quoted(path)} "
+            f"in {files.root} ({self.sizes[i]} bytes); nothing was reported"
+        )
 
 
 def _batches(order: list[int], sizes: list[int]) -> list[list[int]]:
@@ -280,27 +302,70 @@ def _pool(n: int) -> ProcessPoolExecutor:
 
     fork = sys.platform == "linux" and threading.active_count() == 1
     context = multiprocessing.get_context("fork" if fork else "spawn")
-    return ProcessPoolExecutor(n, mp_context=context, initializer=_ignore_interrupts)
+    slots = context.Array("q", [-1] * n, lock=False)
+    _HASHING["slots"] = slots
+    taken = context.Value("i", 0)
+    return ProcessPoolExecutor(
+        n, mp_context=context, initializer=_start_worker, initargs=(slots, taken)
+    )
 
 
-def _ignore_interrupts() -> None:
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop the pool's workers now (SIGTERM), whatever they are hashing: Python 3.14's
+    ``terminate_workers``, the pool's own processes before it."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, ValueError):
+            process.terminate()
+
+
+# What each worker is hashing: in the parent, "slots" (shared memory, one index of a job a
+# worker, -1 when idle); in a worker, also "me", its slot.
+_HASHING: dict[str, Any] = {}
+
+
+def _start_worker(slots: Any, taken: Any) -> None:
+    """A worker ignores Ctrl-C (the parent stops it) and takes a slot of ``slots``; stopped
+    by the pool (SIGTERM, when another worker died) it clears it, so that only the slot of a
+    worker killed outright (SIGKILL: the OOM killer) still names a file."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with taken.get_lock():
+        me = taken.value
+        taken.value += 1
+    _HASHING.update(slots=slots, me=me)
+
+    def stopped(signum: int, frame: object) -> None:
+        slots[me] = -1
+        os._exit(1)
+
+    signal.signal(signal.SIGTERM, stopped)
 
 
-def _hash_batch(jobs: list[tuple[DiskFiles, str]], task: Task | None = None) -> list[str | None]:
+def _hash_batch(
+    jobs: list[tuple[DiskFiles, str]], task: Task | None = None, indexes: list[int] | None = None
+) -> list[str | None]:
     """Each job's hash, in order; a file that cannot be read gives ``NOT_READ`` and why.
-    ``task`` (in this process only) is told each piece read and each file done."""
+    ``task`` (in this process only) is told each piece read and each file done; ``indexes``
+    (in a worker): the jobs' indexes, put in the worker's slot while each is hashed."""
     out: list[str | None] = []
     read = None if task is None else partial(task.advance, 0)
-    for files, path in jobs:
+    slots, me = _HASHING.get("slots"), _HASHING.get("me")
+    for n, (files, path) in enumerate(jobs):
+        if indexes is not None and slots is not None and me is not None:
+            slots[me] = indexes[n]
         try:
-            out.append(files.hash(path, True, read))
+            out.append(files.hash(path, read))
         except CompatkitError as exc:
             out.append(NOT_READ + exc.message)
         if task is not None:
             task.advance()
+    if slots is not None and me is not None:
+        slots[me] = -1
     return out
 
 

@@ -24,7 +24,7 @@ from compatkit.load.registry import Registry
 from compatkit.model.results import SmokeState
 from compatkit.ops.apply import apply_patchset
 from compatkit.ops.revert import revert_patchset
-from compatkit.ops.smoke import SmokeResult, require_pytest, run_smoke, select
+from compatkit.ops.smoke import SmokeResult, require_pytest, run_smoke, smoke_patches
 from compatkit.value import Value
 
 EXPECTED = (SmokeState.FAIL, SmokeState.FAIL, SmokeState.PASS)
@@ -66,7 +66,7 @@ def prove_patchset(
 ) -> list[Proof]:
     """Run the three rounds; ``progress`` is told each step as one line."""
     ps = registry.get(name)
-    patches = select(ps, [])
+    patches = smoke_patches(ps, [])
     require_pytest(env, ps)
     dist = env.require(ps.distribution)
     if load_state(dist, ps.name) is not None:

@@ -23,7 +23,7 @@ from compatkit.load.registry import Registry
 from compatkit.model.results import PatchState
 from compatkit.runtime import folder as trust
 from compatkit.runtime import install as disk
-from compatkit.runtime.integrity import damage, served
+from compatkit.runtime.integrity import damage, served, startup_problem
 from compatkit.runtime.prepare import Prepared, prepare
 from compatkit.value import Value
 
@@ -196,9 +196,12 @@ def install(
     _refuse_site_packages(root, env)
     prep = prepare(registry, env, names)
     _refuse_conflicts(root, prep, env, pth)
+    blocked = startup_problem(env.executable, env.paths)  # before anything is written
+    if blocked:
+        raise CompatkitError(f"cannot prove the runtime hook works: {blocked}")
     try:
         written = disk.write(root, prep, Path(env.paths[0]) if pth else None)
-        problems = served(root, disk.read_manifest(root), dict(os.environ))
+        problems = served(root, disk.read_manifest(root), dict(os.environ), env.paths)
     except OSError as exc:
         raise CompatkitError(f"cannot write {root} ({exc.strerror})") from None
     if problems:

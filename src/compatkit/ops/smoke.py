@@ -19,7 +19,8 @@ from compatkit.model.results import SmokeState
 from compatkit.value import Value
 
 
-def select(ps: Patchset, ids: list[str]) -> list[Patch]:
+def smoke_patches(ps: Patchset, ids: list[str]) -> list[Patch]:
+    """The patches ``ids`` (none: every one) whose smoke tests run; each must have one."""
     unknown = [i for i in ids if ps.patch(i) is None]
     if unknown:
         raise UsageError(f"{ps.name} has no patch {', '.join(unknown)} (ids: {', '.join(ps.ids)})")

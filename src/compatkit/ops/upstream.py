@@ -37,7 +37,7 @@ from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.progress import NONE
 from compatkit.model.results import DiffState, SmokeState, UpstreamState
-from compatkit.ops.smoke import require_pytest, run_smoke, select
+from compatkit.ops.smoke import require_pytest, run_smoke, smoke_patches
 from compatkit.value import Value
 
 
@@ -65,7 +65,7 @@ def classify(ps: Patchset, env: Environment) -> list[Verdict]:
     """Classify every patch of ``ps`` against what is installed (and unpatched) in ``env``."""
     dist = env.require(ps.distribution)
     texts = {s.id: s for s in textual_status(ps, dist)}
-    _, smoke = run_smoke(ps, env, select(ps, []), show_output=False)
+    _, smoke = run_smoke(ps, env, smoke_patches(ps, []), show_output=False)
     verdicts = []
     for patch in ps.patches:
         result, text = smoke[patch.id], texts[patch.id]

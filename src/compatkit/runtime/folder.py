@@ -48,14 +48,23 @@ def check_name(path: str, what: str) -> None:
         raise UsageError(f"{what} {path!r} has a control character ({bad[0]!r}); choose another")
 
 
-def problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
-    """Why ``path`` (lstat ``st``) is not trusted, or None. ``above``: a folder above the root."""
+def problem(
+    path: str, st: os.stat_result, above: bool = False, removing: bool = False
+) -> str | None:
+    """Why ``path`` (lstat ``st``) is not trusted, or None. ``above``: a folder above the root.
+    ``removing``: a file or folder of a runtime folder that is only removed from (uninstall);
+    write bits of others and special files (a FIFO) do not matter there, since nothing in it
+    is written or read but through its descriptors, one name at a time, without following a
+    link: only links and other users' files do."""
     if stat.S_ISLNK(st.st_mode):
         return f"{path} is a symbolic link"
-    if not (stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and not above)):
+    plain = stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and not above)
+    if not (plain or removing):
         return f"{path} is not a regular file or folder"
     if st.st_uid not in (0, os.geteuid()):
         return f"{path} is owned by another user (uid {st.st_uid})"
+    if removing and not above:
+        return None
     if st.st_mode & _OTHERS and not (above and st.st_mode & stat.S_ISVTX):
         return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
     return None
@@ -101,13 +110,14 @@ def rmtree_at(fd: int, name: str, path: Path) -> None:
 class Folder:
     """An open, trusted runtime folder; every path below is relative to it."""
 
-    def __init__(self, root: Path, fd: int) -> None:
-        self.root, self.fd = root, fd
+    def __init__(self, root: Path, fd: int, removing: bool = False) -> None:
+        self.root, self.fd, self.removing = root, fd, removing
 
     @classmethod
-    def open(cls, root: Path, whole: bool = True) -> Folder:
+    def open(cls, root: Path, whole: bool = True, removing: bool = False) -> Folder:
         """The existing folder ``root`` (absolute, resolved), checked with the folders above
-        it; ``whole``: everything in it too (else call :meth:`check` before trusting it)."""
+        it; ``whole``: everything in it too (else call :meth:`check` before trusting it).
+        ``removing``: checked as :func:`problem` does for a folder only removed from."""
         check_name(str(root), "the runtime folder")
         check_above(root)
         try:
@@ -116,9 +126,9 @@ class Folder:
             raise UsageError(f"{root}: no such folder") from None
         except OSError as exc:
             raise _refuse(f"{root} cannot be opened as a folder ({exc.strerror})") from None
-        folder = cls(root, fd)
+        folder = cls(root, fd, removing)
         try:
-            why = problem(str(root), os.fstat(fd))
+            why = problem(str(root), os.fstat(fd), removing=removing)
             if why:
                 raise _refuse(why)
             if whole:
@@ -151,7 +161,7 @@ class Folder:
         for entry in found:
             path = f"{where}/{entry.name}"
             st = entry.stat(follow_symlinks=False)
-            why = problem(path, st)
+            why = problem(path, st, removing=self.removing)
             if why:
                 return why
             if stat.S_ISDIR(st.st_mode):

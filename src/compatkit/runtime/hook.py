@@ -53,6 +53,7 @@ _AGAIN = (
     "run 'compatkit exec' or 'compatkit runtime install' again to re-check the patches "
     "against this environment"
 )
+_WRITABLE = " is writable by others"  # the end of _problem's reason for a mode bit
 _sources: dict[str, bytes] = {}  # filename -> patched source of every patched module loaded
 
 # The CPython versions whose import system, ``site`` and pyc format this hook was checked
@@ -125,13 +126,21 @@ def _refuse_start(root: str, why: str, fix: str = _AGAIN) -> None:
     compatkit's own command line (:func:`_own`: the way out the line names) goes on, without
     the hook: the caller returns before it activates anything."""
     if _own():
-        sys.stderr.write(
-            f"compatkit runtime: compatkit starts without the hook in {root} ({why}); "
-            "its modules are not patched in this process\n"
-        )
+        told = sys.__dict__.setdefault("_compatkit_told", set())  # the boot's too: once
+        if root not in told:
+            told.add(root)
+            sys.stderr.write(
+                f"compatkit runtime: compatkit starts without the hook in {root} ({why}); "
+                "its modules are not patched in this process\n"
+            )
         return
     way_out = f"(or remove it: 'compatkit runtime uninstall --dir {root}')"
-    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix} {way_out}\n")
+    if why.endswith(_WRITABLE):  # install refuses the folder until the mode is changed
+        path = why[: -len(_WRITABLE)]
+        fix = f"make it writable by you only ('chmod go-w {path}'), then install again"
+        way_out = way_out if (path + "/").startswith(root + "/") else ""
+    sys.stderr.write(f"compatkit runtime: refusing to start: {why}; {fix} {way_out}".rstrip())
+    sys.stderr.write("\n")
     sys.stderr.flush()
     os._exit(1)
 
@@ -169,6 +178,11 @@ def _problem(path: str, st: os.stat_result, above: bool = False) -> str | None:
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+# A file is opened non-blocking (a FIFO would wait for a writer for ever), then checked on the
+# open descriptor (``fstat``: a regular file, at most LIMIT bytes) before a byte is read.
+_NONBLOCK = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_FILE = _NONBLOCK | _NOFOLLOW
+LIMIT = 1 << 30  # a table, a patched source or its pyc: far above any real one
 
 
 def _open(root: str, path: str) -> int:
@@ -192,7 +206,7 @@ def _open(root: str, path: str) -> int:
             why = _problem(at, os.fstat(fd))
             if why:
                 raise PermissionError(why)
-        return os.open(names[-1], os.O_RDONLY | _NOFOLLOW, dir_fd=fd)
+        return os.open(names[-1], _FILE, dir_fd=fd)
     finally:
         os.close(fd)
 
@@ -207,12 +221,24 @@ def _read(root: str, path: str) -> "tuple[bytes, Facts]":
         why = _problem(path, st)
         if why:
             raise PermissionError(why)  # a file of the runtime folder this hook will not read
-        chunks = [os.read(fd, st.st_size + 1)]
-        while chunks[-1]:
-            chunks.append(os.read(fd, 1 << 16))
-        return b"".join(chunks), _facts(os.fstat(fd))
+        return _read_fd(fd, st, path), _facts(os.fstat(fd))
     finally:
         os.close(fd)
+
+
+def _read_fd(fd: int, st: os.stat_result, path: str) -> bytes:
+    """The bytes of the open regular file ``fd`` (``st``: its fstat), at most :data:`LIMIT`;
+    a larger one (or one that grows past it while read) raises OSError, naming it."""
+    if st.st_size > LIMIT:
+        raise OSError(f"{path} is larger than {LIMIT >> 20} MiB ({st.st_size} bytes)")
+    chunks = [os.read(fd, st.st_size + 1)]
+    size = len(chunks[0])
+    while chunks[-1] and size <= LIMIT:
+        chunks.append(os.read(fd, 1 << 16))
+        size += len(chunks[-1])
+    if size > LIMIT:
+        raise OSError(f"{path} grew past {LIMIT >> 20} MiB while read")
+    return b"".join(chunks)
 
 
 def _facts(st: os.stat_result) -> "Facts":
@@ -224,8 +250,14 @@ def _unchanged(path: str, facts: "Facts | None", sha: str) -> bool:
     install when they are all the same (docs/security.md, "Runtime folders"), else hashed."""
     if facts is not None and _facts(os.stat(path)) == facts:
         return True
-    with open(path, "rb") as f:
-        return _sha256(f.read()) == sha
+    fd = os.open(path, _NONBLOCK)  # links followed, as the import itself does
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > LIMIT:  # never the file prepared
+            return False
+        return _sha256(_read_fd(fd, st, path)) == sha
+    finally:
+        os.close(fd)
 
 
 def _same_file(a: str, b: str) -> bool:

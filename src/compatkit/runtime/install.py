@@ -17,7 +17,9 @@ checks, and their pyc); ``00-compatkit-runtime.start`` names the same entry poin
 with PEP 829 (3.15+), which then ignore the ``.pth`` import line.
 Inside DIR every file is reached through :class:`compatkit.runtime.folder.Folder` (the folder
 checked whole, links never followed, temp file + os.replace); the files in site-packages
-through :func:`compatkit.atomic.write`. ``table.marshal`` is written after the sources it
+through :class:`compatkit.env.beneath.Tree` (the site-packages held open, ``__pycache__``
+reached without following a link), in an environment the user owns or named safe
+(:mod:`compatkit.env.owners`). ``table.marshal`` is written after the sources it
 points to, the start-up code last; ``sitecustomize.py`` keeps every line but compatkit's block
 (:mod:`compatkit.runtime.startfiles`).
 """
@@ -32,7 +34,9 @@ import os
 import stat
 from pathlib import Path
 
-from compatkit import atomic, bounded
+from compatkit import bounded
+from compatkit.env import owners
+from compatkit.env.beneath import Tree
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import startfiles, statfacts
 from compatkit.runtime.folder import Folder, check_name
@@ -226,23 +230,44 @@ def _write_pth(
     real ``__pycache__`` folder: else Python compiles it, as any module), the ``.pth`` (one
     path line, one import line), the ``.start``."""
     site = pth.parent
+    owners.check_site(site)
     text = startfiles.pth_lines(str(root), hook, modules, names, str(site))
     try:
         source = startfiles.boot_module().encode()
-        atomic.write(site / BOOT, source)
-        cache = site / "__pycache__"
-        if tag is not None:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(cache)
-            if stat.S_ISDIR(os.lstat(cache).st_mode):  # never a pyc through a link
-                pyc = _pyc(source, str(site / BOOT), os.stat(site / BOOT))
-                atomic.write(cache / f"{startfiles.BOOT_MODULE}.{tag}.pyc", pyc)
-        atomic.write_text(pth, text)
-        atomic.write_text(pth.with_suffix(".start"), f"{MARKER}\n{hook}:start\n")
+        with Tree(site) as tree:
+            tree.write(BOOT, source)
+            if tag is not None:
+                with contextlib.suppress(FileExistsError):
+                    tree.mkdir("__pycache__")
+                cache = tree.lstat("__pycache__")
+                boot = tree.lstat(BOOT)
+                if cache is not None and boot is not None and stat.S_ISDIR(cache.st_mode):
+                    pyc = _pyc(source, str(site / BOOT), boot)  # never a pyc through a link
+                    tree.write(f"__pycache__/{startfiles.BOOT_MODULE}.{tag}.pyc", pyc)
+            tree.write(pth.name, text.encode("utf-8", "surrogateescape"), sync=True)
+            start = f"{MARKER}\n{hook}:start\n".encode()
+            tree.write(pth.with_suffix(".start").name, start, sync=True)
     except OSError as exc:
         raise CompatkitError(
             f"cannot write {pth} ({exc.strerror}); without --pth, put --dir on PYTHONPATH"
         ) from None
+
+
+def _remove_startup(pth: Path, root: Path) -> list[str]:
+    """Remove compatkit's ``.pth``, ``.start``, boot module and its bytecode from the
+    site-packages holding ``pth`` (reached through its descriptor); what was removed."""
+    start, boot = pth.with_suffix(".start"), pth.parent / BOOT
+    paths = [pth, *(p for p in (start, boot) if _own_startup(p, root))]
+    with Tree(pth.parent) as tree:
+        cache = tree.lstat("__pycache__")
+        if boot in paths and cache is not None and stat.S_ISDIR(cache.st_mode):
+            for name in os.listdir(tree.folder("__pycache__")):  # its bytecode only
+                if name.startswith(f"{startfiles.BOOT_MODULE}.") and name.endswith(".pyc"):
+                    tree.unlink(f"__pycache__/{name}")
+            tree.rmdir("__pycache__")  # the folder install made, if now empty
+        for path in paths:
+            tree.unlink(path.name)
+    return [str(path) for path in paths]
 
 
 def _drop_stale(folder: Folder, key: str, hook: str) -> None:
@@ -313,8 +338,11 @@ def _manifest_or_leftovers(folder: Folder) -> dict[str, Any]:
 def remove(root: Path, site: Path | None = None) -> list[str]:
     """Delete the runtime directory's files (and its ``.pth``/``.start``: the manifest's, or
     the one in ``site`` that names ``root``); what was removed. compatkit's block leaves
-    ``sitecustomize.py``, every other line stays."""
-    with Folder.open(root, whole=False) as folder:
+    ``sitecustomize.py``, every other line stays. The folder may be writable by others (a
+    ``chmod g+w`` makes every start refuse it) or hold a special file: this only removes from
+    it, through its descriptors (:class:`Folder` ``removing``), and writes back its
+    ``sitecustomize.py`` as it stands, less compatkit's block."""
+    with Folder.open(root, whole=False, removing=True) as folder:
         manifest = _manifest_or_leftovers(folder)
         text = _site_text(folder)
         rest = None if text is None else startfiles.without_block(text, str(root / SITE))
@@ -322,16 +350,7 @@ def remove(root: Path, site: Path | None = None) -> list[str]:
         pths = {Path(p) for p in [manifest.get("pth")] if isinstance(p, str)}
         pths |= set() if site is None else {site / f"{PTH_NAME}.pth"}
         for pth in sorted(p for p in pths if _own_startup(p, root)):
-            start, boot = pth.with_suffix(".start"), pth.parent / BOOT
-            cache = pth.parent / "__pycache__"
-            if _own_startup(boot, root) and os.path.isdir(cache) and not os.path.islink(cache):
-                for pyc in cache.glob(f"{startfiles.BOOT_MODULE}.*.pyc"):  # its bytecode only
-                    pyc.unlink()
-                with contextlib.suppress(OSError):  # the folder install made, if now empty
-                    os.rmdir(cache)
-            for path in [pth, *(p for p in (start, boot) if _own_startup(p, root))]:
-                path.unlink()
-                removed.append(str(path))
+            removed += _remove_startup(pth, root)
         if rest is not None and rest != text and rest.strip():
             folder.write(SITE, rest.encode())  # the user's lines stay
             removed.append(f"{root / SITE} (compatkit's block)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -25,9 +26,11 @@ from compatkit.runtime.folder import Folder
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 DATA = "_compatkit_runtime"
+START_LIMIT = 120  # seconds for the target's start and its finding of the patched modules
 
 # Runs in the target interpreter: find (not execute) each module, as an import would.
 PROBE = """\
@@ -98,17 +101,66 @@ def damage(folder: Folder, manifest: dict[str, Any]) -> list[str]:
     return found + ([startup] if startup else [])
 
 
-def served(root: Path, manifest: dict[str, Any], environ: dict[str, str]) -> list[str]:
-    """What a fresh start of the target interpreter does not serve from ``root``."""
+def startup_problem(python: str, paths: Sequence[str]) -> str | None:
+    """Why a start of ``python`` with ``site`` would hang or read without end, or None:
+    ``site`` opens and reads whole every ``*.pth`` file of the site folders ``paths`` (the
+    target's), and a FIFO there waits for a writer for ever, a link to ``/dev/zero`` is read
+    until memory runs out. Looked at with ``stat`` only, before the target is started."""
+    for base in dict.fromkeys(paths):
+        try:
+            names = sorted(n for n in os.listdir(base) if n.endswith(".pth"))
+        except OSError:  # missing, not a folder: site skips it too
+            continue
+        for name in names:
+            if name.startswith("."):  # site skips hidden .pth files
+                continue
+            path = os.path.join(base, name)
+            try:
+                st = os.stat(path)  # followed, as site's open does
+            except OSError:
+                continue  # site skips a .pth it cannot open
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                why = f"not a regular file ({bounded.kind(st.st_mode)})"
+            elif st.st_size > bounded.METADATA:
+                why = f"larger than {bounded.METADATA >> 20} MiB ({st.st_size} bytes)"
+            else:
+                continue
+            return f"{path}: {why}; every start of {python} with site would hang on it"
+    return None
+
+
+def served(
+    root: Path, manifest: dict[str, Any], environ: dict[str, str], paths: Sequence[str] = ()
+) -> list[str]:
+    """What a fresh start of the target interpreter does not serve from ``root``. ``paths``:
+    the target's site folders, whose ``.pth`` files are looked at first
+    (:func:`startup_problem`; the probe's, cached, when not given)."""
+    python = str(manifest["python"])
+    if not paths:
+        from compatkit.env.target import Environment
+
+        paths = Environment.for_python(python).paths
+    blocked = startup_problem(python, paths)
+    if blocked:
+        return [blocked]
     wanted = [[str(f["module"]), f["patched"] is None] for f in manifest["files"]]
     env = {**environ, "PYTHONDONTWRITEBYTECODE": "1"}
     if manifest.get("pth") is None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    cmd = [str(manifest["python"]), "-c", PROBE, str(root), json.dumps(wanted)]
+    cmd = [python, "-c", PROBE, str(root), json.dumps(wanted)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd="/", timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return [f"cannot start {cmd[0]} ({exc})"]
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, cwd="/", timeout=START_LIMIT
+        )
+    except subprocess.TimeoutExpired:
+        return [
+            f"a fresh {python} did not finish in {START_LIMIT} s (a start-up file that waits: "
+            "a sitecustomize, a .pth's import line?)"
+        ]
+    except OSError as exc:
+        return [f"cannot start {python} ({exc})"]
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         said = [ln for ln in proc.stderr.splitlines() if ln.strip()]

@@ -41,21 +41,35 @@ OWN = (
 )
 
 
+WRITABLE = " is writable by others"  # the end of the reason a mode bit gives (BOOT, the hook)
+
+
 def _refusal(why: str, modules: str, root: str, exit_: str) -> str:
     """Code that writes the one line of a refused start, then ends the process (``exit_``)
-    unless it is compatkit's own (:data:`OWN`), which goes on without the hook."""
+    unless it is compatkit's own (:data:`OWN`), which goes on without the hook, saying so
+    once (site runs a venv's ``.pth`` files twice on some Pythons). The line names what
+    works: for a folder writable by others, the ``chmod`` (install refuses such a folder)."""
     return (
         "try:\n"
         f"    own = {OWN}\n"
         "except Exception:\n"
         "    own = False\n"
-        "if own:\n"
+        "told = sys.__dict__.setdefault('_compatkit_told', set())\n"
+        f"if own and {root} not in told:\n"
+        f"    told.add({root})\n"
         f"    sys.stderr.write(f'compatkit runtime: compatkit starts without the hook in "
         f"{{{root}}} ({{{why}}}); {{{modules}}} are not patched in this process\\n')\n"
-        "else:\n"
+        "elif not own:\n"
+        f"    fix = f\"run 'compatkit runtime install' again, or 'compatkit runtime uninstall "
+        f"--dir {{{root}}}'\"\n"
+        f"    if {why}.endswith({WRITABLE!r}):\n"
+        f"        path = {why}[: -len({WRITABLE!r})]\n"
+        "        fix = f\"make it writable by you only ('chmod go-w {path}'), then run "
+        "'compatkit runtime install' again\"\n"
+        f"        if (path + '/').startswith({root} + '/'):\n"
+        f"            fix += f\", or remove it: 'compatkit runtime uninstall --dir {{{root}}}'\"\n"
         f"    sys.stderr.write(f'compatkit runtime: refusing to start: {{{why}}}, and "
-        f"{{{modules}}} must not be imported unpatched; run \\'compatkit runtime install\\' "
-        f"again, or \\'compatkit runtime uninstall --dir {{{root}}}\\'\\n')\n"
+        f"{{{modules}}} must not be imported unpatched; {{fix}}\\n')\n"
         "    sys.stderr.flush()\n"
         f"    {exit_}\n"
     )

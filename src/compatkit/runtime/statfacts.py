@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import time
 
 Facts = tuple[int, int, int, int, int]
@@ -110,12 +111,15 @@ def of_fd(fd: int, expected: bytes) -> Facts | None:
 
 def of_path(path: str, expected: bytes) -> Facts | None:
     """:func:`of_fd` of the file at ``path`` (an installed file; links followed, as the hook's
-    ``stat`` and import do); None if it cannot be opened."""
+    ``stat`` and import do); None if it cannot be opened or is not a regular file (opened
+    non-blocking: a FIFO would wait for a writer for ever)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         return of_fd(fd, expected)
     finally:
         os.close(fd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compatkit.cli.outputs import output_dir
+from compatkit.cli.destinations import output_dir
 
 TYPE_CHECKING = False
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from compatkit.cli.output import Output
 from compatkit.errors import UsageError
+from compatkit.model.results import NodeEnd
 from compatkit.ops.fleet import FleetResult, NodeReport, run_fleet
 
 TYPE_CHECKING = False
@@ -88,19 +89,19 @@ def _show(node: NodeReport, out: Output) -> None:
 
 def _outcome(result: FleetResult) -> str:
     """What apply did about the nodes it reached, in one clause."""
-    back = [n for n in result.nodes if n.end and n.end.startswith("rolled back")]
-    unsure = [n for n in result.nodes if n.answer is None or (n.end or "").startswith("NOT")]
+    back = [n for n in result.nodes if n.end is NodeEnd.ROLLED_BACK]
+    unsure = [n for n in result.nodes if n.answer is None or n.end is NodeEnd.NOT_ROLLED_BACK]
     if result.rolled_back:
         done = f"rolled back on the {len(back)} node(s) it had applied to"
         return f"{done}; {len(unsure)} node(s) not known to be as before" if unsure else done
-    if any(n.end and "--keep-going" in n.end for n in result.nodes):
+    if any(n.end is NodeEnd.KEPT for n in result.nodes):
         return "the nodes it applied to keep it (--keep-going)"
     return "it applied nothing"
 
 
 def _left(node: NodeReport) -> str:
     """A node's end state, and why it was not as asked if it was not."""
-    return f"{_title(node)}: {node.end}" + ("" if node.ok else f" ({_why(node)})")
+    return f"{_title(node)}: {node.end_text}" + ("" if node.ok else f" ({_why(node)})")
 
 
 def _why(node: NodeReport) -> str:

@@ -1,9 +1,10 @@
 """``compatkit matrix run|report|jobs``: one version-matrix cell (:mod:`compatkit.ops.matrix`),
 the report (:mod:`compatkit.ops.matrix_report`), CI's job list.
 
-``matrix run CELL [-o DIR]`` writes the cell's result to DIR/CELL.json (default build/matrix);
-``matrix report [--results DIR] [-o FILE]`` reads DIR's results, writes report.md and report.json
-there, and with ``-o`` the Markdown to FILE too (the docs page).
+``matrix run CELL [--results DIR]`` writes the cell's result to DIR/CELL.json (default
+build/matrix); ``matrix report [--results DIR] [-o FILE]`` reads DIR's results, writes report.md
+and report.json there, and with ``-o`` the Markdown to FILE too (the docs page): ``-o`` is a
+file, ``--results`` a folder, for every sub-verb that takes them.
 
 ``run`` works in the environment of the cell (compatkit's own, or ``--python``): it starts
 from a pristine install, applies each patchset, verifies, runs the smoke tests, reverts and
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compatkit.cli.outputs import output_dir, output_file
+from compatkit.cli.destinations import output_dir, output_file
 from compatkit.errors import UsageError
 
 TYPE_CHECKING = False
@@ -30,7 +31,7 @@ RESULTS = Path("build/matrix")  # where run writes a cell's result and report re
 
 def run(args: Namespace, ctx: Context) -> int:
     wrong = {
-        "run": [("--results", args.results)],
+        "run": [("-o", args.output)],
         "report": [],
         "jobs": [("-o", args.output), ("--results", args.results)],
     }[args.action]
@@ -54,13 +55,13 @@ def run(args: Namespace, ctx: Context) -> int:
 def _run_cell(args: Namespace, ctx: Context) -> int:
     from compatkit.ops.matrix import not_the_cells, run_cell
 
-    folder = args.output or RESULTS
-    output_dir(folder, "-o")
+    folder = args.results or RESULTS
+    output_dir(folder, "--results")
     out = ctx.out
     where = (args.matrix, args.cell, folder, out.line, ctx.progress)
-    doc = run_cell(ctx.registry, ctx.env, *where)
-    cell, mode = doc["cell"], doc["mode"]
-    for name, entries in doc["patchsets"].items():
+    result = run_cell(ctx.registry, ctx.env, *where)
+    cell, mode = result.cell.id, result.cell.mode
+    for name, entries in result.patchsets.items():
         out.table(
             f"cell {cell}: {name} ({mode})",
             ["patch", "state", "smoke", "detail"],
@@ -69,16 +70,16 @@ def _run_cell(args: Namespace, ctx: Context) -> int:
                 for e in entries
             ],
         )
-    if doc["mismatches"]:
+    if not result.ok:
         what = f"cell {cell} differs from matrix.toml"
-        if misses := not_the_cells(doc["packages"], doc["installed"]):
+        if misses := not_the_cells(list(result.cell.packages), result.installed):
             what += (
                 f"; this environment is not the cell's ({'; '.join(misses)}): build it "
                 f"(nox -s \"matrix(cell='{cell}')\") or pass --python to one that is"
             )
-        return out.fail(doc, what, doc["mismatches"])
-    out.result(doc)
-    out.line(f"cell {cell}: every patch as expected ({doc['seconds']} s)", style="green")
+        return out.fail(result.to_json(), what, result.mismatches)
+    out.result(result.to_json())
+    out.line(f"cell {cell}: every patch as expected ({result.seconds} s)", style="green")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``compatkit sbom [--format cyclonedx] [--runtime DIR] [-o FILE]``: the environment's
+"""``compatkit sbom [--format cyclonedx] [--dir DIR]... [-o FILE]``: the environment's
 CycloneDX SBOM (:mod:`compatkit.ops.sbom`), with the patches applied, built in or served by
 runtime folders."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from compatkit.cli.outputs import output_file
+from compatkit.cli.destinations import output_file
 
 TYPE_CHECKING = False
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compatkit.ops.smoke import SmokeRun, applied_state, require_pytest, run_smoke, select
+from compatkit.ops.smoke import SmokeRun, applied_state, require_pytest, run_smoke, smoke_patches
 
 TYPE_CHECKING = False
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def run(args: Namespace, ctx: Context) -> int:
     out, env = ctx.out, ctx.env
     ps = ctx.registry.get(args.patchset)
-    selected = select(ps, args.patch)
+    selected = smoke_patches(ps, args.patch)
     require_pytest(env, ps)
     state = applied_state(ps, env)
     applied, excluded = state if state else ([], [])

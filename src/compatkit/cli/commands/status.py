@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from compatkit.cli.output import Output
 from compatkit.ops import status as ops
 
@@ -13,23 +11,12 @@ if TYPE_CHECKING:
     from argparse import Namespace
 
     from compatkit.cli.context import Context
-    from compatkit.env.target import Environment
-    from compatkit.load.registry import Registry
     from compatkit.model.patchset import Patchset
 
 
-def status(
-    registry: Registry,
-    env: Environment,
-    names: list[str],
-    out: Output | None = None,
-    pyproject: Path | None = None,
-    verbose: bool = False,
-) -> int:
-    """Each patchset's table; with no name and not ``verbose``, one line for a patchset that
-    does not apply here (its target absent or another version), the tables for the rest."""
-    out = out or Output()
-    result = ops.status(registry, env, names, pyproject, verbose)
+def status(result: ops.StatusResult, out: Output) -> int:
+    """Each patchset's table; one line for a patchset whose result has a reason it does not
+    apply here (its target absent or another version), the tables for the rest."""
     out.result(result.to_json())
     for one in result.patchsets:
         found = one.found
@@ -65,9 +52,7 @@ def _title(ps: Patchset, patch_id: str) -> str:
     return patch.title if patch else ""
 
 
-def list_patchsets(registry: Registry, env: Environment, out: Output | None = None) -> int:
-    out = out or Output()
-    listed = ops.listing(registry, env)
+def list_patchsets(listed: ops.Listed, out: Output) -> int:
     out.result(listed.to_json())
     rows = [
         [
@@ -91,7 +76,8 @@ def list_patchsets(registry: Registry, env: Environment, out: Output | None = No
 def run(args: Namespace, ctx: Context) -> int:
     """``status [PATCHSET]...`` and ``list``."""
     if args.command == "list":
-        return list_patchsets(ctx.registry, ctx.env, ctx.out)
+        return list_patchsets(ops.listing(ctx.registry, ctx.env), ctx.out)
     config = ctx.config
     pyproject = config.path if config else None  # the upgrade check
-    return status(ctx.registry, ctx.env, args.patchset, ctx.out, pyproject, args.verbose)
+    result = ops.status(ctx.registry, ctx.env, args.patchset, pyproject, args.verbose)
+    return status(result, ctx.out)

@@ -3,8 +3,8 @@ patchset built in."""
 
 from __future__ import annotations
 
+from compatkit.cli.destinations import output_dir
 from compatkit.cli.output import count
-from compatkit.cli.outputs import output_dir
 from compatkit.ops.wheel import build_wheel
 
 TYPE_CHECKING = False
