@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -19,14 +20,25 @@ P1_TARGET = 6.0  # start-up: at most this many times `python -c pass` (CONTRIBUT
 
 
 def timed(cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> float:
+    return timed_cpu(cmd, env, cwd)[0]
+
+
+def timed_cpu(
+    cmd: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[float, float]:
+    """The wall time of ``cmd`` and the CPU time (user + system) it and its children used:
+    on a machine shared with other jobs, CPU time moves less with the load than wall."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         list(cmd), env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-500:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def rounds(runs: int, *actions: Callable[[], T], warmup: int = 2) -> list[list[T]]:

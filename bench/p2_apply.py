@@ -9,18 +9,27 @@ Both sides start every timed run from files that are on disk (``sync`` first, un
 installed package is. Otherwise the comparison is skewed: git never syncs, so after its own run
 its files are still only in the page cache and replacing them is cheap, while compatkit ends
 every transaction with ``syncfs`` (durability) and each later run pays to free the synced blocks.
+
+compatkit is the one installed in the venv of bench/run.py's ``--python`` (not editable,
+bytecode compiled, run by its console script), as in P5. The scaling step (``P2-n*``, issue 48)
+times two more pairs on the same plain copy in the same rounds: GNU ``patch -p1`` and
+``patch -R -p1`` (a temp file and a rename per file, as compatkit: no journal, no RECORD), and
+patch-ng (``python -m patch_ng``, ``--revert``; skipped with one line where it is not installed
+in that venv).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from common import ROOT, Figure, Report, interleaved, timed
+from common import ROOT, Figure, Report, rounds, timed_cpu
 
 sys.path.insert(0, str(ROOT / "tests"))
 from helpers.wheelkit import build_wheel
@@ -107,60 +116,114 @@ for i in range(n):
 """
 
 
+def _pair(
+    first: list[str],
+    second: list[str],
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[float, float]:
+    """Wall and CPU time of two commands in turn, each starting from files on disk."""
+    os.sync()
+    wall, cpu = timed_cpu(first, env=env, cwd=cwd)
+    os.sync()
+    wall2, cpu2 = timed_cpu(second, env=env, cwd=cwd)
+    return wall + wall2, cpu + cpu2
+
+
+class Timing:
+    """Each side's median wall and CPU time over interleaved rounds, and the median of each
+    round's ratio of compatkit's pair (the first side) to that side's."""
+
+    def __init__(self, names: list[str], done: list[list[tuple[float, float]]]) -> None:
+        self.names = names
+        self.wall = {n: statistics.median(r[i][0] for r in done) for i, n in enumerate(names)}
+        self.cpu = {n: statistics.median(r[i][1] for r in done) for i, n in enumerate(names)}
+        self.paired = {
+            n: statistics.median(r[0][0] / r[i][0] for r in done) for i, n in enumerate(names)
+        }
+        self.paired_cpu = {
+            n: statistics.median(r[0][1] / r[i][1] for r in done) for i, n in enumerate(names)
+        }
+
+
+PYTHON = [Path(sys.executable)]  # bench/run.py's --python: compatkit and patch-ng installed there
+_skipped: set[str] = set()
+
+
+def _gnu_patch() -> bool:
+    found = shutil.which("patch") is not None
+    if not found and "GNU patch" not in _skipped:
+        _skipped.add("GNU patch")
+        print("  P2 peer GNU patch: no patch on PATH, skipped", flush=True)
+    return found
+
+
+def _patch_ng() -> bool:
+    code = "import patch_ng"
+    found = subprocess.run([PYTHON[0], "-c", code], capture_output=True).returncode == 0
+    if not found and "patch-ng" not in _skipped:
+        _skipped.add("patch-ng")
+        print(f"  P2 peer patch-ng: not installed beside {PYTHON[0]}, skipped", flush=True)
+    return found
+
+
 def measure(
-    modules: int, files: int, lines: int, runs: int, where: str | None = None
-) -> tuple[float, float, float]:
-    """Medians of ``runs`` apply+revert pairs, git pairs and never-in-place floors (two
-    processes of :data:`FLOOR`), interleaved (so that the disk's background flushing hits all
-    alike), in a temp dir under ``where``."""
+    modules: int,
+    files: int,
+    lines: int,
+    runs: int,
+    where: str | None = None,
+    peers: bool = False,
+) -> Timing:
+    """``runs`` interleaved rounds (so that the disk's background flushing hits all alike) of
+    compatkit's apply + revert, git's pair and the never-in-place floor (two processes of
+    :data:`FLOOR`); with ``peers``, GNU patch's pair and patch-ng's too; in a temp dir under
+    ``where``."""
     with tempfile.TemporaryDirectory(prefix="compatkit-bench-", dir=where) as tmp:
         work = Path(tmp)
         venv, patchsets, plain = _setup(work, modules, files, lines)
+        env = dict(os.environ)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # compatkit with its bytecode, as users run it
         base = [
-            sys.executable,
-            "-m",
-            "compatkit",
+            str(PYTHON[0].parent / "compatkit"),
             "--python",
             str(venv / "bin/python"),
             "--patchset-dir",
             str(patchsets),
         ]
-
-        def ours() -> float:
-            os.sync()
-            elapsed = timed([*base, "apply", "bench"])
-            os.sync()
-            return elapsed + timed([*base, "revert", "bench"])
-
-        def git() -> float:
-            diff = str(work / "bench.diff")
-            os.sync()
-            elapsed = timed(["git", "apply", diff], cwd=plain)
-            os.sync()
-            return elapsed + timed(["git", "apply", "-R", diff], cwd=plain)
-
-        def floor() -> float:
-            cmd = [sys.executable, "-c", FLOOR, str(plain / "benchpkg"), str(files)]
-            os.sync()
-            elapsed = timed(cmd)
-            os.sync()
-            return elapsed + timed(cmd)
-
-        value, ref, floor_ = interleaved(runs, ours, git, floor, warmup=1)
-        return value, ref, floor_
+        diff = str(work / "bench.diff")
+        sides: dict[str, Callable[[], tuple[float, float]]] = {
+            "compatkit": lambda: _pair(
+                [*base, "apply", "bench"], [*base, "revert", "bench"], env=env
+            ),
+            "git": lambda: _pair(["git", "apply", diff], ["git", "apply", "-R", diff], cwd=plain),
+            "floor": lambda: _pair(
+                *[[str(PYTHON[0]), "-c", FLOOR, str(plain / "benchpkg"), str(files)]] * 2, env=env
+            ),
+        }
+        if peers and _gnu_patch():
+            patch = ["patch", "-s", "-p1", "-i", diff]
+            sides["GNU patch"] = lambda: _pair(patch, [*patch, "-R"], cwd=plain)
+        if peers and _patch_ng():
+            ng = [str(PYTHON[0]), "-m", "patch_ng", "-q", "-d", str(plain), diff]
+            sides["patch-ng"] = lambda: _pair(ng, [*ng[:-1], "--revert", diff], env=env)
+        names = list(sides)
+        done = rounds(runs, *sides.values(), warmup=1)
+        return Timing(names, done)
 
 
-def run(report: Report) -> None:
+def run(report: Report, python: Path) -> None:
+    PYTHON[0] = python
     runs = 1 if report.quick else 9
     files = 100 if report.quick else 1000
-    value, ref, floor = measure(files, files, 40, runs)
+    t = measure(files, files, 40, runs)
     report.add(
         Figure(
             "P2",
             f"apply + revert, {files} files, one hunk each",
-            value,
+            t.wall["compatkit"],
             "git apply + git apply -R",
-            ref,
+            t.wall["git"],
             None if report.quick else 2.0,  # the target is for 1,000 files, not quick's 100
         )
     )
@@ -169,40 +232,81 @@ def run(report: Report) -> None:
             "P2-floor",
             f"never in place alone: {files} files each copied to an exclusive temp file and "
             "os.replace-d, twice, in two Python processes",
-            floor,
+            t.wall["floor"],
             "git apply + git apply -R",
-            ref,
+            t.wall["git"],
         )
     )
     if Path("/dev/shm").is_dir():  # the same on tmpfs: no disk, so CPU work alone
-        value, ref, _ = measure(files, files, 40, runs, "/dev/shm")
+        t = measure(files, files, 40, runs, "/dev/shm")
         report.add(
             Figure(
                 "P2-tmpfs",
                 f"the same {files} files on tmpfs (CPU only; see notes)",
-                value,
+                t.wall["compatkit"],
                 "git apply pair",
-                ref,
+                t.wall["git"],
             )
         )
+    scaling(report)
     runs = 1 if report.quick else 5
-    sizes = [10, 100] if report.quick else [10, 100, 1000, 5000]
-    for n in sizes:
-        value, ref, _ = measure(n, n, 40, runs)
-        report.add(Figure(f"P2-n{n}", f"{n} files of 40 lines", value, "git apply pair", ref))
     for lines in [40, 400] if report.quick else [40, 400, 4000]:
-        value, ref, _ = measure(100, 100, lines, runs)
+        t = measure(100, 100, lines, runs)
         report.add(
-            Figure(f"P2-l{lines}", f"100 files of {lines} lines", value, "git apply pair", ref)
+            Figure(
+                f"P2-l{lines}",
+                f"100 files of {lines} lines",
+                t.wall["compatkit"],
+                "git apply pair",
+                t.wall["git"],
+            )
         )
     for modules in [100, 1000] if report.quick else [100, 1000, 5000]:
-        value, ref, _ = measure(modules, 100, 40, runs)
+        t = measure(modules, 100, 40, runs)
         report.add(
             Figure(
                 f"P2-m{modules}",
                 f"100 patched files in a {modules}-module dist",
-                value,
+                t.wall["compatkit"],
                 "git apply pair",
-                ref,
+                t.wall["git"],
             )
         )
+
+
+# compatkit's pair against GNU patch's and patch-ng's in the scaling step (issue 48):
+# {files: {peer: at most this many times its time}}
+SCALING_LIMITS = {100: {"GNU patch": 3.0}, 1000: {"GNU patch": 1.0, "patch-ng": 1.0}}
+
+
+def scaling_only(report: Report, python: Path) -> None:
+    """The scaling step alone (``bench/run.py --only P2-n``)."""
+    PYTHON[0] = python
+    scaling(report)
+
+
+def scaling(report: Report) -> None:
+    """P2-n*: 10 to 5,000 files of 40 lines, against git, GNU patch and patch-ng (wall and
+    CPU, paired per round)."""
+    runs = 1 if report.quick else 7
+    for n in [10, 100] if report.quick else [10, 100, 1000, 5000]:
+        t = measure(n, n, 40, runs, peers=True)
+        report.add(
+            Figure(f"P2-n{n}", f"{n} files of 40 lines", t.wall["compatkit"], "git apply pair",
+                   t.wall["git"], paired=t.paired["git"])
+        )  # fmt: skip
+        for peer in ("GNU patch", "patch-ng"):
+            if peer not in t.names:
+                continue
+            short = peer.replace("GNU ", "")
+            limit = None if report.quick else SCALING_LIMITS.get(n, {}).get(peer)
+            report.add(
+                Figure(f"P2-n{n}-vs-{short}", f"{n} files of 40 lines against {peer}",
+                       t.wall["compatkit"], f"{peer}'s pair", t.wall[peer], limit,
+                       paired=t.paired[peer])
+            )  # fmt: skip
+            report.add(
+                Figure(f"P2-n{n}-cpu-vs-{short}", "the same, CPU time (user + system)",
+                       t.cpu["compatkit"], f"{peer}'s pair, CPU", t.cpu[peer],
+                       paired=t.paired_cpu[peer])
+            )  # fmt: skip

@@ -46,7 +46,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from common import Figure, Report, rounds, timed
+from common import Figure, Report, rounds, timed, timed_cpu
 
 PAIRS = [
     ("requests", "2.31.0", "2.32.3"),
@@ -105,11 +105,8 @@ class Peer:
         self.cwd: Path | None = None
         self.env = dict(os.environ)
 
-    def pair(self) -> float:
-        os.sync()
-        elapsed = timed(self.apply, env=self.env, cwd=self.cwd)
-        os.sync()
-        return elapsed + timed(self.revert, env=self.env, cwd=self.cwd)
+    def pair(self) -> tuple[float, float]:
+        return _pair(self.apply, self.revert, self.env, self.cwd)
 
     def check(self, old: Path, new: Path) -> None:
         """Apply and revert once more, comparing the package folder with each release."""
@@ -247,24 +244,56 @@ def _venv_patcher(work: Path, package: str, old: str, diff: Path) -> Peer | None
 # What an apply and a revert written in Python with compatkit's dependencies import at the
 # least, whatever their own code: argparse (the command line), pathlib, json (the state file),
 # hashlib (RECORD's hashes), ctypes (syncfs); apply also packaging.specifiers (the PEP 440 fit
-# check) and packaging.utils (canonicalize_name, the distribution's name), asked of packaging
-# itself by a command that writes (nothing cached decides what is written).
+# check), asked of packaging itself by a command that writes (nothing cached decides what is
+# written). A distribution's name is normalized by PEP 503's rule (compatkit.model.names), not
+# by packaging.utils, whose import of packaging.tags this floor no longer counts (issue 48).
 REVERT_IMPORTS = "argparse, pathlib, json, hashlib, ctypes"
-APPLY_IMPORTS = f"{REVERT_IMPORTS}, packaging.specifiers, packaging.utils"
+APPLY_IMPORTS = f"{REVERT_IMPORTS}, packaging.specifiers"
 
 PEERS = ("socket-patch", "patch-ng", "patch-package-py", "venv-patcher")
+# compatkit's pair against each (issue 48): at most this many times its time; Python peers 1.0×
+LIMITS = {"socket-patch": 1.25}
+
+
+def _pair(
+    first: list[str], second: list[str], env: dict[str, str] | None, cwd: Path | None = None
+) -> tuple[float, float]:
+    """Wall and CPU time of two commands in turn, each starting from files on disk."""
+    os.sync()
+    wall, cpu = timed_cpu(first, env=env, cwd=cwd)
+    os.sync()
+    wall2, cpu2 = timed_cpu(second, env=env, cwd=cwd)
+    return wall + wall2, cpu + cpu2
+
+
+class Against:
+    """compatkit's pair against one peer's, timed in the same rounds: medians of wall and CPU
+    and of each round's ratio; and the import floor's wall against the peer's."""
+
+    def __init__(self, peer: Peer, done: list[list[tuple[float, float]]], i: int) -> None:
+        def median(values: Callable[[list[tuple[float, float]]], float]) -> float:
+            return statistics.median(values(r) for r in done)
+
+        self.peer = peer
+        self.wall, self.cpu = median(lambda r: r[i][0]), median(lambda r: r[i][1])
+        self.ours_cpu = median(lambda r: r[0][1])
+        self.paired = median(lambda r: r[0][0] / r[i][0])
+        self.paired_cpu = median(lambda r: r[0][1] / r[i][1])
+        self.imports = median(lambda r: r[3][0])
+        self.imports_paired = median(lambda r: r[3][0] / r[i][0])
+
+
 _skipped: set[str] = set()
 
 
 def measure(
     package: str, old: str, new: str, runs: int
-) -> tuple[float, float, float, int, int, list[tuple[Peer, float, float, tuple[float, float]]]]:
+) -> tuple[float, float, float, int, int, list[Against]]:
     """Medians of ``runs`` interleaved apply+revert pairs, git pairs and two ``python -c pass``
     (the interpreter start-ups alone: a floor no Python command goes below); files and hunks
-    in the diff; and each peer found with its median pair, the median of each round's ratio
-    of compatkit's pair to the peer's, and the import floor (APPLY_IMPORTS and REVERT_IMPORTS,
-    two interpreters timed in the same rounds): its median and its per-round ratio to the
-    peer's pair."""
+    in the diff; and compatkit against each peer found (:class:`Against`: wall and CPU, and
+    the import floor, APPLY_IMPORTS and REVERT_IMPORTS in two interpreters timed in the same
+    rounds)."""
     with tempfile.TemporaryDirectory(prefix="compatkit-p5-") as tmp:
         work = Path(tmp)
         target = _venv(work / "target", f"{package}=={old}", compile_bytecode=True)
@@ -296,27 +325,22 @@ def measure(
             "--patchset-dir", str(work / "ps"),
         ]  # fmt: skip
 
-        def ours() -> float:
-            os.sync()
-            elapsed = timed([*base, "apply", "upgrade"], env=env)
-            os.sync()
-            return elapsed + timed([*base, "revert", "upgrade"], env=env)
+        def ours() -> tuple[float, float]:
+            return _pair([*base, "apply", "upgrade"], [*base, "revert", "upgrade"], env)
 
-        def git() -> float:
+        def git() -> tuple[float, float]:
             patch = str(work / "upgrade.diff")
-            os.sync()
-            elapsed = timed(["git", "apply", patch], cwd=plain)
-            os.sync()
-            return elapsed + timed(["git", "apply", "-R", patch], cwd=plain)
+            return _pair(["git", "apply", patch], ["git", "apply", "-R", patch], None, plain)
 
-        def starts() -> float:
-            return sum(timed([str(PYTHON[0]), "-c", "pass"], env=env) for _ in range(2))
+        def starts() -> tuple[float, float]:
+            return _pair([str(PYTHON[0]), "-c", "pass"], [str(PYTHON[0]), "-c", "pass"], env)
 
-        def imports() -> float:
-            return sum(
-                timed([str(PYTHON[0]), "-c", f"import {names}"], env=env)
-                for names in (APPLY_IMPORTS, REVERT_IMPORTS)
-            )
+        def imports() -> tuple[float, float]:
+            return _pair(
+                *([str(PYTHON[0]), "-c", f"import {names}"]
+                  for names in (APPLY_IMPORTS, REVERT_IMPORTS)),
+                env,
+            )  # fmt: skip
 
         srcs = (old_src, new_src)
         found = {
@@ -329,7 +353,7 @@ def measure(
         for name in (n for n, p in found.items() if p is None and n not in _skipped):
             _skipped.add(name)
             print(f"  P5 peer {name}: not installed beside {PYTHON[0]}, skipped", flush=True)
-        actions: list[Callable[[], float]] = [
+        actions: list[Callable[[], tuple[float, float]]] = [
             ours, git, starts, imports, *(p.pair for p in peers)
         ]  # fmt: skip
         # the warm-up round fills compatkit's caches, as any earlier run does (and makes
@@ -338,19 +362,8 @@ def measure(
         for peer in peers:
             peer.check(old_src, new_src)
         done = rounds(runs, *actions, warmup=0)
-        value, ref, floor = (statistics.median(r[i] for r in done) for i in range(3))
-        against = [
-            (
-                peer,
-                statistics.median(r[4 + i] for r in done),
-                statistics.median(r[0] / r[4 + i] for r in done),
-                (
-                    statistics.median(r[3] for r in done),
-                    statistics.median(r[3] / r[4 + i] for r in done),
-                ),
-            )
-            for i, peer in enumerate(peers)
-        ]
+        value, ref, floor = (statistics.median(r[i][0] for r in done) for i in range(3))
+        against = [Against(peer, done, 4 + i) for i, peer in enumerate(peers)]
         return value, ref, floor, files, hunks, against
 
 
@@ -369,29 +382,40 @@ def run(report: Report, python: Path) -> None:
                 4.0 if package == "requests" and not report.quick else None,
             )
         )
-        for peer, elapsed, paired, (imports, imports_paired) in against:
+        for a in against:
+            peer, short = a.peer, a.peer.name.split()[0]
             report.add(
                 Figure(
-                    f"P5-vs-{peer.name.split()[0]}",
+                    f"P5-vs-{short}",
                     f"compatkit apply + revert against {peer.name} ({peer.how}), {package}",
                     value,
                     f"{peer.name}'s pair",
-                    elapsed,
-                    None if report.quick else 1.0,
-                    paired=paired,
+                    a.wall,
+                    None if report.quick else LIMITS.get(short, 1.0),
+                    paired=a.paired,
                 )
             )
-            if package == "requests" and peer.name.startswith("socket-patch"):
+            report.add(
+                Figure(
+                    f"P5-cpu-vs-{short}",
+                    f"the same, CPU time (user + system, children included), {package}",
+                    a.ours_cpu,
+                    f"{peer.name}'s pair, CPU",
+                    a.cpu,
+                    paired=a.paired_cpu,
+                )
+            )
+            if package == "requests" and short == "socket-patch":
                 report.add(
                     Figure(
                         "P5-imports-vs-socket-patch",
                         "two interpreters importing only the modules compatkit's apply and "
                         f"revert cannot do without (`{APPLY_IMPORTS}`; revert without "
                         "packaging): no compatkit code, no work",
-                        imports,
+                        a.imports,
                         f"{peer.name}'s pair",
-                        elapsed,
-                        paired=imports_paired,
+                        a.wall,
+                        paired=a.imports_paired,
                     )
                 )
         if package == "requests":

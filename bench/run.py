@@ -26,7 +26,7 @@ TARGETS = """\
 | P3 | `pristine vllm` over all of vLLM 0.16.0 | `sha256sum` on both cores | ≤ 1.2× |
 | P3-all | `pristine --all` over every distribution of the environment (each RECORD-listed file once) | `sha256sum` over the same files, `xargs -P <cores>` (cores: the process's CPU affinity) | ≤ 1.0× |
 | P4 | warm re-run of the speculators 0.3.0 + vLLM 0.16.0 matrix cell | its smoke tests alone | ≤ 1.3× |
-| P5 | `apply` + `revert` of a real upgrade diff: requests 2.31.0 → 2.32.3 as one patch (click and jinja2 as extra rows; peers beside each, where installed: socket-patch, patch-ng, patch-package-py, venv-patcher, compatkit ahead of each: ≤ 1× their pair) | `git apply` + `git apply -R` | ≤ 4× |
+| P5 | `apply` + `revert` of a real upgrade diff: requests 2.31.0 → 2.32.3 as one patch (click and jinja2 as extra rows; peers beside each, where installed: socket-patch, patch-ng, patch-package-py, venv-patcher: compatkit's pair ≤ 1.25× socket-patch's (a Rust binary) and ≤ 1× each Python peer's; wall and CPU time) | `git apply` + `git apply -R` | ≤ 4× |
 | P6 | `compatkit wheel speculators-vllm016`: the patched speculators 0.3.0 wheel | a re-zip of the same wheel | (reported) |
 | P7 | runtime mode: re-import of speculators-vllm016's 2 patched modules through the hook | the same patched files imported normally | (reported) |
 | P7-hundred | runtime mode, a whole process (start-up included) importing 100 modules with the real job's sizes (bench/module_sizes.py), 1 patched; `PYTHONPATH` and `--pth` forms (P7-hundred-tiny: 100 modules of 318 bytes, the worst case, reported) | the same process without the hook | ≤ 1.05× |
@@ -64,7 +64,8 @@ def main() -> int:
 
     steps = {
         "P1": lambda: p1_p3.p1(report, args.python),
-        "P2": lambda: p2_apply.run(report),
+        "P2": lambda: p2_apply.run(report, args.python),
+        "P2-n": lambda: p2_apply.scaling_only(report, args.python),
         "P3": lambda: p1_p3.p3(report, args.python),
         "P3-all": lambda: p1_p3.p3_all(report, args.python),
         "P4": lambda: p4_matrix.run(report),
@@ -75,7 +76,7 @@ def main() -> int:
         "G": lambda: growth.run(report),
     }
     for name, step in steps.items():
-        if not args.only or name in args.only:
+        if name in args.only or (not args.only and name != "P2-n"):  # P2-n: a part of P2
             step()
     table = report.markdown()
     print(table)

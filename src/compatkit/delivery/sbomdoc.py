@@ -21,8 +21,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import quote
 
-from packaging.utils import canonicalize_name
-
+from compatkit.model.names import normalize_name
 from compatkit.value import Value
 
 SCHEMA_URL = "http://cyclonedx.org/schema/bom-1.6.schema.json"
@@ -53,7 +52,7 @@ def urls(text: str) -> list[str]:
 
 
 def purl(name: str, version: str) -> str:
-    return f"pkg:pypi/{canonicalize_name(name)}@{quote(version, safe='')}"
+    return f"pkg:pypi/{normalize_name(name)}@{quote(version, safe='')}"
 
 
 def _patch(p: PatchInfo) -> dict[str, object]:

@@ -59,16 +59,17 @@ def project_mismatches(pyproject: Path, env: Environment, names: list[str]) -> l
     if not dists:
         return []
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
 
-    wheels = {canonicalize_name(d.name): d for d in dists}
+    from compatkit.model.names import normalize_name
+
+    wheels = {normalize_name(d.name): d for d in dists}
     found = []
     for text in _dependencies(pyproject):
         try:
             req = Requirement(text)
         except InvalidRequirement:
             continue
-        dist = wheels.get(canonicalize_name(req.name))
+        dist = wheels.get(normalize_name(req.name))
         if dist is None or (req.marker is not None and not req.marker.evaluate(env.markers)):
             continue
         if not req.specifier.contains(dist.version, prereleases=True):

@@ -29,7 +29,6 @@ from packaging.tags import sys_tags
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
-    canonicalize_name,
     parse_sdist_filename,
     parse_wheel_filename,
 )
@@ -45,6 +44,7 @@ from compatkit.delivery.wheeltree import (
     tree_from_wheel,
 )
 from compatkit.errors import CompatkitError
+from compatkit.model.names import normalize_name
 from compatkit.model.progress import NONE, Reporter
 from compatkit.model.records import hash_bytes
 from compatkit.value import Value
@@ -72,7 +72,7 @@ def _wheel_matches(filename: str, name: str, version: str | None) -> Version | N
         wname, wver, _, _ = parse_wheel_filename(filename)
     except (InvalidWheelFilename, InvalidVersion):
         return None
-    if wname != canonicalize_name(name):
+    if wname != normalize_name(name):
         return None
     if version is not None and wver != Version(version):
         return None
@@ -83,9 +83,7 @@ def _info_matches(dirname: str, name: str, version: str) -> bool:
     stem = dirname[: -len(".dist-info")]
     dname, _, dver = stem.rpartition("-")
     try:
-        return canonicalize_name(dname) == canonicalize_name(name) and Version(dver) == Version(
-            version
-        )
+        return normalize_name(dname) == normalize_name(name) and Version(dver) == Version(version)
     except InvalidVersion:
         return False
 
@@ -211,7 +209,7 @@ class WheelSource(Value):
         yield from self._pip_cache_trees(name, version)
 
     def _pip_cache_trees(self, name: str, version: str) -> Iterator[Tree]:
-        prefix = f"{canonicalize_name(name).replace('-', '_')}-"
+        prefix = f"{normalize_name(name).replace('-', '_')}-"
         for body in sorted((_pip_cache() / "http-v2").rglob("*.body")):
             try:
                 with open_zip(body) as zf:
@@ -232,7 +230,7 @@ class WheelSource(Value):
     # -- the index --------------------------------------------------------------------------
 
     def _simple(self, name: str) -> list[dict[str, object]]:
-        url = f"{self.index_url}/{canonicalize_name(name)}/"
+        url = f"{self.index_url}/{normalize_name(name)}/"
         req = urllib.request.Request(url, headers={"Accept": _JSON})
         try:
             with urllib.request.urlopen(req, timeout=60) as resp:

@@ -16,7 +16,7 @@ from pathlib import Path
 from compatkit import bounded
 from compatkit.env import owners
 from compatkit.errors import CompatkitError, UsageError
-from compatkit.model.answers import canonicalize_name
+from compatkit.model.names import normalize_name
 from compatkit.model.paths import quoted, resolve_inside
 from compatkit.model.records import Record, record_hash
 from compatkit.value import Value
@@ -160,7 +160,7 @@ class DiskFiles:
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         """Refuse a path that is not plain, or that passes a symlink or a non-directory."""
-        resolve_inside(Path(self._root), relpath, dirs_ok)
+        resolve_inside(self._root, relpath, dirs_ok)
 
 
 class Dist(Value):
@@ -311,7 +311,7 @@ class Environment(Value):
 
     def find(self, name: str) -> Dist | None:
         """The installed distribution called ``name`` (first on the path wins), or None."""
-        wanted = canonicalize_name(name)
+        wanted = normalize_name(name)
         settled, dist = self._scan(wanted)
         dist = dist if settled else self._find_general(wanted)
         if dist is not None:
@@ -341,7 +341,7 @@ class Environment(Value):
             if len(hits) > 1 or not hits[0].lower().endswith(".dist-info"):
                 return False, None
             dist = Dist.at(Path(base) / hits[0])
-            if dist is None or canonicalize_name(dist.name) != wanted:
+            if dist is None or normalize_name(dist.name) != wanted:
                 return False, None
             return True, dist
         return True, None
@@ -356,7 +356,7 @@ class Environment(Value):
             if not info.name.endswith(".dist-info"):
                 continue  # egg-info installs have no RECORD to own files with
             dist = Dist.at(info)
-            if dist is not None and canonicalize_name(dist.name) == wanted:
+            if dist is not None and normalize_name(dist.name) == wanted:
                 return dist
         return None
 
@@ -390,7 +390,7 @@ def installed(env: Environment) -> list[Dist]:
         for info in sorted(Path(base).glob("*.dist-info")):
             dist = Dist.at(info)
             if dist is not None:
-                seen.setdefault(canonicalize_name(dist.name), dist)
+                seen.setdefault(normalize_name(dist.name), dist)
     return list(seen.values())
 
 
@@ -408,7 +408,7 @@ def _index(base: str, children: list[str]) -> dict[str, list[str]]:
     index: dict[str, list[str]] = {}
     for child in children:
         if child.lower().endswith((".dist-info", ".egg-info")):
-            name = canonicalize_name(child.rpartition(".")[0].partition("-")[0])
+            name = normalize_name(child.rpartition(".")[0].partition("-")[0])
             index.setdefault(name, []).append(child)
     _INDEXES[base] = (children, index)
     return index

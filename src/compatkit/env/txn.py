@@ -77,17 +77,26 @@ class Change(Value):
         self.mode = mode
 
 
+_hooks = ["", ""]  # COMPATKIT_CRASH_AT and COMPATKIT_PAUSE_AT, as _arm last read them
+
+
+def _arm() -> None:
+    """Read the tests' hooks for :func:`_step` once per transaction (a step is taken per
+    file: the environment looked up at each costs a big transaction milliseconds)."""
+    _hooks[:] = os.environ.get("COMPATKIT_CRASH_AT", ""), os.environ.get("COMPATKIT_PAUSE_AT", "")
+
+
 def _step() -> None:
     """A write step. Tests set COMPATKIT_CRASH_AT=N to be SIGKILLed at step N, or
     COMPATKIT_PAUSE_AT=N:FILE to wait there (creating FILE.waiting) until FILE exists."""
     global _steps
     _steps += 1
-    crash_at = os.environ.get("COMPATKIT_CRASH_AT")
+    crash_at = _hooks[0]
     if crash_at and int(crash_at) == _steps:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
-    pause_at, _, go = os.environ.get("COMPATKIT_PAUSE_AT", "").partition(":")
+    pause_at, _, go = _hooks[1].partition(":")
     if pause_at and int(pause_at) == _steps:
         _wait_for(go)
 
@@ -203,6 +212,7 @@ def commit(dist: Dist, changes: Sequence[Change]) -> None:
     """Run one all-or-nothing transaction. On any error, restore and raise CompatkitError."""
     if not changes:
         return
+    _arm()
     with Tree(dist.root) as tree:
         _commit(dist, tree, changes)
 
@@ -331,6 +341,7 @@ def recover(dist: Dist) -> bool:
             left = _journal_left(dist, tree)
             if left is None:
                 return False
+            _arm()
             _rollback(dist, tree, left)
         except OSError as exc:
             raise _stuck(dist, folder, exc) from None
@@ -364,5 +375,6 @@ def discard(dist: Dist) -> bool:
         if st is not None and not stat.S_ISDIR(st.st_mode):
             tree.unlink(folder)  # a symlink or a file: remove the name, never what it points to
             return True
+        _arm()
         _finish(tree, folder)
     return True

@@ -351,8 +351,8 @@ def _parse_toml(raw: bytes) -> dict[str, object]:
     return tomllib.loads(raw.decode("utf-8"))
 
 
-# At most this many remembered answers in one table (a real stack's site-packages holds a few
-# hundred distribution names); a table that grows past it starts again from one run's answers.
+# At most this many remembered answers in one table (a real stack holds a few hundred
+# requirements and modules); a table that grows past it starts again from one run's answers.
 MAX_ANSWERS = 20_000
 _answers_at: list[Path | None] = [None]  # where this process's answers go
 _at_exit: list[bool] = []

@@ -17,6 +17,7 @@ from pathlib import Path
 from compatkit import bounded
 from compatkit.errors import UsageError
 from compatkit.load.trust import Finding, Resolver, check_folder, refusal, shown, survey_all
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 
 TYPE_CHECKING = False
@@ -276,9 +277,7 @@ def _names(source: str, wanted: str) -> bool:
     """Whether ``wanted`` (a patchset-source value) names ``source``: "bundled", "project",
     "--patchset-dir" (or "patchset-dir"), or a package's distribution name."""
     if source.startswith("package "):
-        from packaging.utils import canonicalize_name
-
-        return canonicalize_name(source.split()[1]) == canonicalize_name(wanted)
+        return normalize_name(source.split()[1]) == normalize_name(wanted)
     return source.lstrip("-") == wanted.lstrip("-")
 
 

@@ -29,7 +29,7 @@ from compatkit.errors import CompatkitError, PatchFormatError
 from compatkit.load import cache
 from compatkit.load.trust import Finding, Resolver, refusal, shown
 from compatkit.model import startup_code
-from compatkit.model.answers import canonicalize_name
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset, parse_patch, smoke_clashes, smoke_root_for
 
 TYPE_CHECKING = False
@@ -155,7 +155,7 @@ def load_patchset(root: Path, trust: Resolver | None = None) -> Patchset:
         name=str(meta["name"]),
         version=str(meta["version"]),
         summary=str(meta.get("summary", "")),
-        distribution=canonicalize_name(str(target["distribution"])),
+        distribution=normalize_name(str(target["distribution"])),
         specifier_text=str(target["specifier"]),
         requires_text=tuple(str(r) for r in target.get("requires", [])),  # type: ignore[attr-defined]
         patches=tuple(checked.patches),

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 # a new value when the kinds or the answers' shapes change: older tables are not read
-FORMAT = 1
+FORMAT = 2  # 2: distribution names are no longer asked (compatkit.model.names)
 
 _known: list[dict[str, object] | None] = [None]  # None: off
 _learned: dict[str, object] = {}
@@ -63,14 +63,3 @@ def remember(kind: str, question: str, compute: Callable[[], T]) -> T:
     answer = compute()
     known[key] = _learned[key] = answer
     return answer
-
-
-def canonicalize_name(name: str) -> str:
-    """``packaging.utils.canonicalize_name(name)``."""
-    return remember("name", name, lambda: _canonical(name))
-
-
-def _canonical(name: str) -> str:
-    from packaging.utils import canonicalize_name
-
-    return str(canonicalize_name(name))

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from compatkit.errors import CompatkitError
+
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".data")
 
@@ -39,7 +43,7 @@ def check_relpath(path: str, own_metadata: str | None = None) -> None:
     """
     if not path:
         raise _refuse(path, "it is empty")
-    if any(ch in path for ch in "\x00\r\n"):
+    if "\x00" in path or "\r" in path or "\n" in path:
         raise _refuse(path, "it contains a NUL or line break")
     if not path.isprintable():
         raise _refuse(path, "it contains a control or undecodable character")
@@ -52,28 +56,30 @@ def check_relpath(path: str, own_metadata: str | None = None) -> None:
         raise _refuse(path, f"it is over {MAX_DEPTH} folders deep or {MAX_LENGTH} characters")
     if ".." in parts:
         raise _refuse(path, "it contains '..'")
-    if any(p in ("", ".") for p in parts):
+    if "" in parts or "." in parts:
         raise _refuse(path, "it has an empty or '.' component")
     inner = parts[1:-1] if own_metadata is not None and parts[0] == own_metadata else parts[:-1]
     if any(p.endswith(_METADATA_SUFFIXES) for p in inner):
         raise _refuse(path, "it points into package metadata")
     try:
-        names = [p.encode("utf-8") for p in parts]
+        size = len(path.encode("utf-8"))
     except UnicodeEncodeError:
         raise _refuse(path, "it is not valid UTF-8") from None
-    if any(len(name) > 255 for name in names):
+    if size > 255 and any(len(p.encode("utf-8")) > 255 for p in parts):
         raise _refuse(path, "a name in it is over 255 bytes (File name too long)")
 
 
 def resolve_inside(
-    root: Path,
+    root: str | Path,
     path: str,
     dirs_ok: set[str] | None = None,
     own_metadata: str | None = None,
     replace_last: bool = False,  # the last component may be a symlink: it is replaced, not read
-) -> Path:
-    """``root / path``, refusing symlinks anywhere between root and the file, and any
-    existing component that is not a directory (or, last, not a regular file).
+) -> None:
+    """Refuse ``root / path`` if a symlink is anywhere between root and the file, or an
+    existing component is not a directory (or, last, not a regular file). Nothing is
+    returned: the callers go on with the relative path (a ``Path`` made per file costs
+    more than the check, benchmark P2).
 
     Every existing component is lstat-ed and none may be a symlink, and ``..`` is refused, so
     the result cannot resolve outside ``root`` (a realpath() check after the walk would
@@ -105,7 +111,6 @@ def resolve_inside(
             raise _refuse(path, f"{full} is not a regular file")
         if not last and dirs_ok is not None:
             dirs_ok.add(rel)
-    return root / path
 
 
 def environment_folder(root: str) -> str:

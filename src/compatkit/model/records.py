@@ -126,10 +126,11 @@ class Record(Value):
     inside a character, so the bytes split where the text would.
 
     ``_hits`` and ``_folders`` remember this record's lookups (the bytecode or the backups
-    of a few modules, looked up one by one, cost one search in all); the record itself never
-    changes."""
+    of a few modules, looked up one by one, cost one search in all), ``_numbered`` the line
+    numbers :meth:`index` counted (each counted on from the nearest one counted before); the
+    record itself never changes."""
 
-    __slots__ = ("_text", "terminator", "final_newline", "_hits", "_folders")
+    __slots__ = ("_text", "terminator", "final_newline", "_hits", "_folders", "_numbered")
 
     def __init__(self, rows: Iterable[Row], terminator: str, final_newline: bool) -> None:
         self._text = "".join(r.raw + terminator for r in rows).encode("utf-8", "surrogateescape")
@@ -137,6 +138,8 @@ class Record(Value):
         self.final_newline = final_newline
         self._hits: dict[str, list[int]] = {}  # a path -> where its lines start in ``_text``
         self._folders: dict[str, bool] = {}  # a folder -> whether a line's path is below it
+        # lines of ``_text`` numbered so far: their starts (sorted) and their numbers
+        self._numbered: tuple[list[int], list[int]] = ([], [])
 
     @classmethod
     def _of_text(cls, text: bytes, terminator: str, final_newline: bool) -> Record:
@@ -274,8 +277,25 @@ class Record(Value):
         return Record(rows, self.terminator, self.final_newline or not self._text)
 
     def index(self, path: str) -> int | None:
-        hits = self._lines_of(path)  # the lines before the first: terminators before it
-        return self._text.count(self.terminator.encode(), 0, hits[0]) if hits else None
+        hits = self._lines_of(path)
+        return self._line_number(hits[0]) if hits else None
+
+    def _line_number(self, start: int) -> int:
+        """How many lines begin before ``start`` (where a line of ``_text`` begins): the
+        terminators before it, counted on from the nearest line numbered already (a plan
+        numbers every file it changes and its bytecode: counting each from the top is
+        quadratic)."""
+        import bisect  # here: only numbering lines needs it
+
+        offsets, numbers = self._numbered
+        i = bisect.bisect_right(offsets, start)
+        if i and offsets[i - 1] == start:
+            return numbers[i - 1]
+        base, before = (offsets[i - 1], numbers[i - 1]) if i else (0, 0)
+        number = before + self._text.count(self.terminator.encode(), base, start)
+        offsets.insert(i, start)
+        numbers.insert(i, number)
+        return number
 
     def edit(self, replace: dict[str, Row], remove: set[str], append: list[Row]) -> Record:
         """Many row edits in one pass (a row-at-a-time loop is quadratic on big RECORDs): the
@@ -293,13 +313,14 @@ class Record(Value):
             done = text.find(end, start) + len(end)
         pieces.append(whole[done:])
 
-        def present(path: str) -> bool:  # a line kept has this path
+        # the paths the kept replaced lines take (edit's ``present``), found once: looked up
+        # per appended row, a search of ``replace`` each is quadratic (a pyc backup per file)
+        renamed = {row.path for p, row in replace.items() if p not in remove and self._lines_of(p)}
+
+        def present(path: str) -> bool:  # a line kept has this path (edit's ``present``)
             if path not in remove and path not in replace and self._lines_of(path):
                 return True
-            return any(
-                row.path == path and p not in remove and self._lines_of(p)
-                for p, row in replace.items()
-            )
+            return path in renamed
 
         pieces += [
             r.raw.encode("utf-8", "surrogateescape") + end for r in append if not present(r.path)

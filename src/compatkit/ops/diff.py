@@ -15,8 +15,6 @@ import os
 import time
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from compatkit import atomic, bounded
 from compatkit.delivery.wheels import WheelSource, pristine
 from compatkit.engine.difftext import diff_files
@@ -30,6 +28,7 @@ from compatkit.errors import CompatkitError, UsageError
 from compatkit.load import authoring
 from compatkit.load.registry import Registry
 from compatkit.load.validate import load_patchset
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patchset, parse_patch
 from compatkit.model.progress import NONE, Reporter
 from compatkit.value import Value
@@ -98,7 +97,7 @@ def _target(registry: Registry, into: Path, dist: Dist, name: str, patch_id: str
         if state is not None:
             raise CompatkitError(f"{name} is applied here but its patchset directory is gone")
         return _Target(into / name, None, None)
-    if existing.distribution != canonicalize_name(dist.name):
+    if existing.distribution != normalize_name(dist.name):
         raise UsageError(f"{name} targets {existing.distribution}, not {dist.name}")
     if existing.patch(patch_id) is not None:
         raise UsageError(f"{name} already has a patch {patch_id}")
@@ -277,7 +276,7 @@ def _write_patchset(
                     name,
                     "0.1.0",
                     f"Local fixes for {dist.name} {dist.version}",
-                    canonicalize_name(dist.name),
+                    normalize_name(dist.name),
                     spec,
                     [patch_rel],
                 ),

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from compatkit import atomic
 from compatkit.delivery.wheels import WheelSource, pristine
@@ -21,6 +20,7 @@ from compatkit.engine.rebase import PatchPort, port_series
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load import authoring
 from compatkit.load.registry import Registry, bundled_dirs
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.results import PortState
 from compatkit.value import Value
@@ -32,7 +32,7 @@ def _new_version(ps: Patchset, target: str) -> str:
     except InvalidRequirement as exc:
         raise UsageError(f"--target {target!r}: {exc}") from None
     pins = [s.version for s in req.specifier if s.operator == "==" and "*" not in s.version]
-    if canonicalize_name(req.name) != ps.distribution or len(pins) != 1:
+    if normalize_name(req.name) != ps.distribution or len(pins) != 1:
         raise UsageError(f"--target must be {ps.distribution}==VERSION, not {target!r}")
     return pins[0]
 

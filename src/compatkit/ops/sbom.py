@@ -15,14 +15,13 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from compatkit import atomic, bounded
 from compatkit.delivery import sbomdoc
 from compatkit.env.state import State, states_of
 from compatkit.env.target import Environment, installed
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.value import Value
 
@@ -112,7 +111,7 @@ def wheel_document(
     versions, ``epoch`` and ``wheel_format`` (never on compatkit's version)."""
     applied = Applied(ps.name, ps.version, ps.digest, "built in", ps.ids, ps)
     root = component(name, version, [applied])
-    serial = str(uuid.uuid5(uuid.NAMESPACE_URL, f"compatkit:{canonicalize_name(name)}=={version}"))
+    serial = str(uuid.uuid5(uuid.NAMESPACE_URL, f"compatkit:{normalize_name(name)}=={version}"))
     when = datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     tool = [("compatkit:wheel-format", str(wheel_format))]
     return sbomdoc.document([], root, serial, when, tool)
@@ -162,7 +161,7 @@ def runtime_patchsets(registry: Registry, root: Path) -> dict[str, list[Applied]
                 list(ps["patches"]),
                 _known(registry, name, digest),
             )
-            out.setdefault(canonicalize_name(str(ps["distribution"])), []).append(a)
+            out.setdefault(normalize_name(str(ps["distribution"])), []).append(a)
     except (KeyError, TypeError, ValueError) as exc:
         raise CompatkitError(f"{root}: malformed runtime manifest ({exc})") from None
     return out
@@ -181,7 +180,7 @@ def environment_document(
     for dist in installed(env):
         states = states_of(dist)
         applied = [Applied.of_state(s, _known(registry, s.patchset, s.digest)) for s in states]
-        applied += served.get(canonicalize_name(dist.name), [])
+        applied += served.get(normalize_name(dist.name), [])
         components.append(component(dist.name, dist.version, applied))
         for a in applied:
             patched.append(f"{dist.name} {dist.version}: {a.name} ({a.how})")

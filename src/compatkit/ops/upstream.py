@@ -35,12 +35,12 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 
 from compatkit.delivery.wheels import WheelSource
 from compatkit.env.checks import requirement_problems, target_problem, textual_status
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
+from compatkit.model.names import normalize_name
 from compatkit.model.patchset import Patch, Patchset
 from compatkit.model.progress import NONE
 from compatkit.model.results import DiffState, SmokeState, UpstreamState
@@ -144,7 +144,7 @@ def against_newest(against: str, source: WheelSource | None = None) -> Requireme
     if not found:
         where = src.index_url if src.index else "the wheel directories"
         raise CompatkitError(f"no release of {req.name} found in {where}")
-    req.name, req.specifier = canonicalize_name(req.name), SpecifierSet(f"=={max(found)}")
+    req.name, req.specifier = normalize_name(req.name), SpecifierSet(f"=={max(found)}")
     return req
 
 
@@ -273,7 +273,7 @@ class UpstreamResult(Value):
 def target_release(ps: Patchset, target: str, wheels: WheelSource) -> Requirement:
     """``--target``'s release of ``ps``'s distribution (:func:`against_newest`)."""
     try:
-        named = canonicalize_name(Requirement(target.split("==")[0]).name)
+        named = normalize_name(Requirement(target.split("==")[0]).name)
     except InvalidRequirement as exc:
         raise UsageError(f"--target {target!r}: {str(exc).splitlines()[0]}") from None
     if named != ps.distribution:
