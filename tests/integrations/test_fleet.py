@@ -383,7 +383,7 @@ def test_a_node_killed_during_apply_is_named_and_the_run_rolled_back(
         "to; 1 node(s) not known to be as before" in err
     ), err
     assert f"{a}: unchanged\n" in err and f"{b}: rolled back: demo-fix reverted\n" in err, err
-    assert f"node {c.node_id[:12]} ({HOST}): end state unknown (no answer)" in err
+    assert f"node {c.node_id[:12]} ({HOST}): end state unknown: no answer" in err
     assert "(died during fleet apply (" in err
     assert fleet.verified("ck-A")  # applied before this run: kept
     for name in ("ck-B", "ck-C"):

@@ -162,7 +162,16 @@ def node_run(
 
     registry = Registry([Path(d) for d in dirs])
     env = Environment.for_python(python)
+    env.tell(_to_worker_log)  # a wait for the lock shows in the node's worker log
     return NodeAnswer(env.executable, [_one(verb, registry, env, name, force) for name in names])
+
+
+def _to_worker_log(line: str) -> None:
+    """A notice of work under way (waiting for a lock), on the Ray worker's stderr: its log
+    is what the operator of a node sees while the fleet run waits for it."""
+    import sys
+
+    print(f"compatkit: {line}", file=sys.stderr, flush=True)
 
 
 def _one(verb: str, registry: Any, env: Any, name: str, force: bool) -> PatchsetOnNode:
