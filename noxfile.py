@@ -41,7 +41,10 @@ MATRIX = ROOT / "matrix.toml"
 
 
 def _cells() -> list[dict[str, object]]:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10 (tests_versions imports this file): compatkit's tomli
+        import tomli as tomllib
 
     return list(tomllib.loads(MATRIX.read_text())["cell"])
 

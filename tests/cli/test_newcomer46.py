@@ -40,9 +40,11 @@ def test_status_gives_a_patchset_that_does_not_apply_one_line(demo: Demo) -> Non
 
 
 def test_not_installed_names_the_interpreter_and_python_option(
-    demo: Demo, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    demo: Demo, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Run without --python: the target is compatkit's own environment, without demo."""
+    # no venv active (nox and CI's .venv set one): the hint is then the generic one
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     ps = ["--patchset-dir", str(demo.patchsets)]
     for command in (
         ["exec", "demo-fix", "--", "true"],
