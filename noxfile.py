@@ -24,6 +24,7 @@ cache) is installed once per stack under .nox/_envs, shared by the sessions that
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import nox
@@ -41,9 +42,9 @@ MATRIX = ROOT / "matrix.toml"
 
 
 def _cells() -> list[dict[str, object]]:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10 (tests_versions imports this file): compatkit's tomli
+    else:  # Python 3.10 (tests_versions imports this file): compatkit's tomli
         import tomli as tomllib
 
     return list(tomllib.loads(MATRIX.read_text())["cell"])
@@ -118,7 +119,9 @@ def tests_versions(session: nox.Session) -> None:
     build/tests-<version>.log, one summary line each. A version this machine lacks is skipped
     with one line saying so. ``nox -s tests_versions -- 3.12`` runs one; further arguments go
     to pytest."""
+    import os
     import subprocess
+    import tempfile
     import time
 
     asked = [a for a in session.posargs if a in OTHER_PYTHONS] or list(OTHER_PYTHONS)
@@ -139,9 +142,18 @@ def tests_versions(session: nox.Session) -> None:
         )
         log = ROOT / "build" / f"tests-{version}.log"
         fast = ["-m", "not slow and not real", "-q", "-p", "no:cacheprovider", *extra]
+        # a temp root per version: pytest's clean-up of old numbered folders in one shared
+        # /tmp/pytest-of-USER raced between the side-by-side runs ("Directory not empty")
+        temproot = Path(tempfile.gettempdir()) / f"compatkit-tests-{version}"
+        temproot.mkdir(mode=0o755, exist_ok=True)
+        env = {**os.environ, "PYTEST_DEBUG_TEMPROOT": str(temproot)}
         with log.open("wb") as sink:
             proc = subprocess.Popen(
-                [target, "-m", "pytest", *fast], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT
+                [target, "-m", "pytest", *fast],
+                cwd=ROOT,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=env,
             )
         running[version] = (proc, log)
         session.log(f"tests_versions: Python {version} ({python}) started, output in {log}")
