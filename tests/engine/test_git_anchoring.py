@@ -123,9 +123,30 @@ def test_traditional_names_resolve_to_the_shorter_as_git_does(old: str, new: str
     assert fd.path in ("m.py", "p/m.py") and fd.kind == "modify"
 
 
-def test_other_differing_names_stay_refused() -> None:
-    with pytest.raises(PatchFormatError, match="source and target paths differ"):
-        one("--- a/p/m.py\n+++ b/p/n.py\n@@ -1 +1 @@\n-x\n+y\n")
+@pytest.mark.parametrize(
+    ("old", "new", "files", "patched"),
+    [
+        ("a/p/m_old.py", "b/p/m.py", {"p/m.py"}, "p/m.py"),  # git's choice exists
+        ("a/p/m.py", "b/p/m_new.py", {"p/m.py"}, "p/m.py"),  # only the --- name exists
+        ("p/m.py.bak", "p/m.py", {"p/m.py.bak"}, "p/m.py.bak"),
+        ("p/n.py", "p/m.py", {"p/n.py", "p/m.py"}, "p/m.py"),  # both: git's, the +++ name
+        ("p/m.py", "p/m.py.new", {"p/m.py", "p/m.py.new"}, "p/m.py"),  # both: the prefix
+        ("p/n.py", "p/m.py", set(), "p/m.py"),  # neither: git's, for "not a file of"
+    ],
+)
+def test_differing_names_patch_the_one_the_distribution_has(
+    old: str, new: str, files: set[str], patched: str
+) -> None:
+    """Before: refused ("source and target paths differ") unless one name only added a
+    suffix to the other."""
+    fd = one(f"--- {old}\n+++ {new}\n@@ -1 +1 @@\n-x\n+y\n").bound(files.__contains__)
+    assert (fd.path, fd.kind, fd.paths) == (patched, "modify", (patched,))
+    assert apply_file(b"x\n", fd).data == b"y\n"
+
+
+def test_names_differing_only_in_their_first_folder_stay_refused() -> None:
+    with pytest.raises(PatchFormatError, match="differ only in their first folder"):
+        one("--- old/p/m.py\n+++ new/p/m.py\n@@ -1 +1 @@\n-x\n+y\n")
 
 
 SECTIONS = (

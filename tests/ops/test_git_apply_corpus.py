@@ -204,6 +204,21 @@ def _cases(tmp: Path) -> dict[str, Callable[[], tuple[str, tuple[str, ...], str]
             ("-p0",),
             "",
         ),
+        "differing names, the +++ one installed": lambda: (
+            diff_u(tmp, MOD, MOD2, "gpkg/mod_old.py", "gpkg/mod.py"),
+            ("-p0",),
+            "",
+        ),
+        "differing names, both installed": lambda: (
+            diff_u(tmp, MOD, MOD2, "gpkg/old.py", "gpkg/mod.py"),
+            ("-p0",),
+            "",
+        ),
+        "differing first folders, refused": lambda: (
+            diff_u(tmp, MOD, MOD2, "old/gpkg/mod.py", "new/gpkg/mod.py"),
+            ("-p0",),
+            "",
+        ),
         "epoch with a colon deletes": lambda: (
             "--- gpkg/tool.py\t2024-01-01 00:00:00.000000000 +0000\n"
             "+++ gpkg/tool.py\t1969-12-31 16:00:00.000000000 -08:00\n"
@@ -248,6 +263,9 @@ NAMES = [
     "new executable file",
     "delete",
     ".orig pair",
+    "differing names, the +++ one installed",
+    "differing names, both installed",
+    "differing first folders, refused",
     "epoch with a colon deletes",
     "spaces before the date",
     "several sections, delete then create",
@@ -289,6 +307,38 @@ def test_compatkit_leaves_the_tree_git_apply_leaves(
         return
     assert code == 0, err
     assert _read(venv.site) == want
+    code, _, err = run_cli(capsys, *base, "revert", "g")
+    assert code == 0, err
+    assert _read(venv.site) == before
+
+
+@pytest.mark.parametrize("new_name", ["gpkg/mod_new.py", "gpkg/new/mod.py"])
+def test_differing_names_patch_the_one_installed_where_git_takes_the_other(
+    new_name: str,
+    tmp_path: Path,
+    make_venv: Callable[..., Venv],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--- gpkg/mod.py`` / ``+++ gpkg/mod_new.py`` with only ``mod.py`` installed: git
+    takes the ``+++`` name and finds no file; compatkit patches the installed one, to what
+    git apply makes of it when the diff names it on both lines. Before: refused."""
+    diff = diff_u(tmp_path, MOD, MOD2, "gpkg/mod.py", new_name)
+    assert oracle(tmp_path, diff, ("-p0",), BASE) is None
+    want = oracle(tmp_path, diff.replace(f"+++ {new_name}", "+++ gpkg/mod.py"), ("-p0",), BASE)
+    assert want is not None and want["mod.py"][0] == MOD2
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    venv = make_venv()
+    venv.install(build_wheel(wheels, "gpkg", "1.0", {f"gpkg/{k}": v for k, v in BASE.items()}))
+    patchsets = tmp_path / "patchsets"
+    write_patchset(patchsets, "g", {"0001.patch": HEADER + "---\n" + diff}, distribution="gpkg")
+    before = _read(venv.site)
+    base = ("--python", venv.python, "--patchset-dir", str(patchsets))
+    code, _, err = run_cli(capsys, *base, "apply", "g")
+    assert code == 0, err
+    assert _read(venv.site) == want
+    code, _, err = run_cli(capsys, *base, "verify", "g")
+    assert code == 0, err
     code, _, err = run_cli(capsys, *base, "revert", "g")
     assert code == 0, err
     assert _read(venv.site) == before

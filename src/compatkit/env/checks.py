@@ -166,6 +166,7 @@ def _compiles(source: bytes) -> bool:
 
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     """Try every patch on the current files: applies, already present, or conflicts."""
+    ps.bind_names(dist.files.is_file)
     paths = {path for p in ps.patches for fd in p.files for path in fd.paths}
     contents = {path: dist.read(path) for path in paths}
     out = []

@@ -77,6 +77,7 @@ def _stacked(f: FileState, others: list[State]) -> bool:
 
 def problems(ps: Patchset, dist: Dist, state: State, others: list[State]) -> list[str]:
     """Every file whose bytes are not what ``ps``'s patch files make of its original bytes."""
+    ps.bind_names(dist.files.is_file)
     patches = [ps.patch(pid) for pid in state.applied]
     series = [(p.id, p.files) for p in patches if p is not None]
     if len(series) != len(state.applied):

@@ -365,6 +365,7 @@ def plan_apply(
     """Plan the series minus ``excluded`` on ``ov``; raise CompatkitError listing problems.
 
     ``built_in``: for a patched wheel (``compatkit wheel``), whose state keeps no originals."""
+    ps.bind_names(ov.files.is_file)
     selected = [p for p in ps.patches if p.id not in excluded]
     problems = _check_ownership(ov, ps, selected) + startup_code.undeclared(ps, selected)
     paths = list(dict.fromkeys(path for p in selected for fd in p.files for path in fd.paths))

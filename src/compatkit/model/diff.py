@@ -27,7 +27,7 @@ p: corrupt patch at line 5: the last line has no newline (the patch is cut off)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from compatkit.errors import PatchFormatError
 from compatkit.value import Value
@@ -155,7 +155,7 @@ class FileDiff(Value):
     holds what the copy made of ``source``. ``new_mode``: the permission bits the section
     sets (git's ``new mode`` or ``new file mode`` 100755; None: the file keeps its own)."""
 
-    __slots__ = ("path", "kind", "hunks", "source", "old_mode", "new_mode")
+    __slots__ = ("path", "kind", "hunks", "source", "old_mode", "new_mode", "alias")
 
     def __init__(
         self,
@@ -165,12 +165,16 @@ class FileDiff(Value):
         source: str | None = None,
         old_mode: int | None = None,
         new_mode: int | None = None,
+        alias: str | None = None,
     ) -> None:
         self.path = path  # relative to the site-packages root, "/"-separated, no a/ b/ prefix
         self.kind: FileKind = kind
         self.hunks = hunks
         self.source = source  # rename, copy, uncopy: the other path
         self.old_mode, self.new_mode = old_mode, new_mode
+        # a traditional edit whose ---/+++ names differ: ``path`` is git's choice, ``alias``
+        # the other name, patched instead when only it is in the distribution (bind_names)
+        self.alias = alias
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -192,7 +196,14 @@ class FileDiff(Value):
             assert source is not None
             path, source = source, path
         hunks = tuple(h.reversed() for h in self.hunks)
-        return FileDiff(path, kind, hunks, source, self.new_mode, self.old_mode)
+        return FileDiff(path, kind, hunks, source, self.new_mode, self.old_mode, self.alias)
+
+    def bound(self, exists: Callable[[str], bool]) -> FileDiff:
+        """This section on the name the distribution has: its ``alias`` when only that
+        exists there, else itself (git's choice: ``path``)."""
+        if self.alias is None or exists(self.path) or not exists(self.alias):
+            return self
+        return FileDiff(self.alias, self.kind, self.hunks, None, self.old_mode, self.new_mode)
 
     @property
     def added(self) -> int:
@@ -459,13 +470,18 @@ class _Reader:
         if header.git is not None:
             source, target = _git_sides(header, ext, self.label)
         else:
-            source, target = _traditional_sides(*_strip_prefixes(*_sides(header, where)))
+            source, target = _strip_prefixes(*_sides(header, where))
         where = f"{self.label}: {shown(target if target != DEV_NULL else source)}"
         kind = ext.moved or _kind(header, ext, hunks, source, target, where)
+        alias = None
+        hint = _first_folder_hint(source, target)  # a diff made one folder up: refused
+        if kind == "modify" and source != target and header.git is None and not hint:
+            source, alias = _traditional_names(source, target)
+            target, where = source, f"{self.label}: {shown(source)}"
         if kind == "modify" and source != target:
             raise PatchFormatError(
                 f"{where}: source and target paths differ ({shown(source)} vs {shown(target)})"
-                + _first_folder_hint(source, target)
+                + hint
             )
         bare = kind == "modify" or (kind in ("create", "delete") and header.old is not None)
         if bare and not hunks and not ext.metadata:
@@ -477,7 +493,7 @@ class _Reader:
             _refuse_contextless(hunks, where)
         path = source if kind == "delete" else target
         moved_from = source if kind in ("rename", "copy") else None
-        return FileDiff(path, kind, tuple(hunks), moved_from, ext.old_mode, ext.new_mode)
+        return FileDiff(path, kind, tuple(hunks), moved_from, ext.old_mode, ext.new_mode, alias)
 
 
 class _Extended:
@@ -577,15 +593,14 @@ def _p1(name: str) -> str:
     return name.partition("/")[2] or name
 
 
-def _traditional_sides(source: str, target: str) -> tuple[str, str]:
-    """``--- X.orig`` / ``+++ X`` (or ``X`` / ``X.new``, ``X~``): the shorter name, one the
-    other only adds to at its end, as git's find_name_traditional prefers it."""
-    if DEV_NULL in (source, target) or source == target:
+def _traditional_names(source: str, target: str) -> tuple[str, str]:
+    """An edit's name when its ``---`` and ``+++`` names differ, as git's
+    parse_traditional_patch takes it (find_name_traditional): the ``---`` name when the
+    ``+++`` one only adds to its end (``X`` / ``X.new``), else the ``+++`` name (``X.orig`` /
+    ``X``, ``old/m.py`` / ``new/m.py``); then the other name."""
+    if len(source) < len(target) and target.startswith(source):
         return source, target
-    short, long = sorted((source, target), key=len)
-    if long.startswith(short) and "/" not in long[len(short) :]:
-        return short, short
-    return source, target
+    return target, source
 
 
 def _left(total: tuple[int, int], old: int, new: int) -> str:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from compatkit.errors import PatchFormatError
@@ -213,6 +214,13 @@ class Patchset(Value):
 
     def patch(self, patch_id: str) -> Patch | None:
         return next((p for p in self.patches if p.id == patch_id), None)
+
+    def bind_names(self, exists: Callable[[str], bool]) -> None:
+        """Each traditional edit whose ``---``/``+++`` names differ on the name that is a
+        file of the distribution (``exists``), as :meth:`FileDiff.bound` picks it."""
+        for p in self.patches:
+            if any(fd.alias is not None for fd in p.files):
+                p._files = tuple(fd.bound(exists) for fd in p.files)
 
     def needing(self, ids: list[str]) -> list[str]:
         """The patches that need one of ``ids`` (``Needs``), directly or through another one,

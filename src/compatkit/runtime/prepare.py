@@ -171,6 +171,8 @@ def _check_record(dist: Dist, originals: dict[str, bytes | None]) -> None:
 
 def _patch_dist(dist: Dist, sets: list[Patchset], force: bool) -> list[RuntimeFile]:
     """The series of every patchset on ``dist``, in the order given, on its files as they are."""
+    for ps in sets:
+        ps.bind_names(dist.files.is_file)
     paths = sorted({path for ps in sets for p in ps.patches for fd in p.files for path in fd.paths})
     originals = {path: dist.read(path) for path in paths}
     if not force:
