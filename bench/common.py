@@ -41,6 +41,21 @@ def timed_cpu(
     return elapsed, cpu
 
 
+def timed_pair(
+    first: Sequence[str],
+    second: Sequence[str],
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> tuple[float, float]:
+    """Wall and CPU time of two commands in turn (an apply and its revert), each starting
+    from files on disk."""
+    os.sync()
+    wall, cpu = timed_cpu(first, env=env, cwd=cwd)
+    os.sync()
+    wall2, cpu2 = timed_cpu(second, env=env, cwd=cwd)
+    return wall + wall2, cpu + cpu2
+
+
 def rounds(runs: int, *actions: Callable[[], T], warmup: int = 2) -> list[list[T]]:
     """Each action's result in each of ``runs`` rounds (one of each per round, in ABBA order:
     no action always runs first or right after the same other), so a machine that gets slower

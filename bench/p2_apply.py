@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from common import ROOT, Figure, Report, rounds, timed_cpu
+from common import ROOT, Figure, Report, rounds, timed_pair
 
 sys.path.insert(0, str(ROOT / "tests"))
 from helpers.wheelkit import build_wheel
@@ -116,20 +116,6 @@ for i in range(n):
 """
 
 
-def _pair(
-    first: list[str],
-    second: list[str],
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-) -> tuple[float, float]:
-    """Wall and CPU time of two commands in turn, each starting from files on disk."""
-    os.sync()
-    wall, cpu = timed_cpu(first, env=env, cwd=cwd)
-    os.sync()
-    wall2, cpu2 = timed_cpu(second, env=env, cwd=cwd)
-    return wall + wall2, cpu + cpu2
-
-
 class Timing:
     """Each side's median wall and CPU time over interleaved rounds, and the median of each
     round's ratio of compatkit's pair (the first side) to that side's."""
@@ -193,20 +179,22 @@ def measure(
         ]
         diff = str(work / "bench.diff")
         sides: dict[str, Callable[[], tuple[float, float]]] = {
-            "compatkit": lambda: _pair(
+            "compatkit": lambda: timed_pair(
                 [*base, "apply", "bench"], [*base, "revert", "bench"], env=env
             ),
-            "git": lambda: _pair(["git", "apply", diff], ["git", "apply", "-R", diff], cwd=plain),
-            "floor": lambda: _pair(
+            "git": lambda: timed_pair(
+                ["git", "apply", diff], ["git", "apply", "-R", diff], cwd=plain
+            ),
+            "floor": lambda: timed_pair(
                 *[[str(PYTHON[0]), "-c", FLOOR, str(plain / "benchpkg"), str(files)]] * 2, env=env
             ),
         }
         if peers and _gnu_patch():
             patch = ["patch", "-s", "-p1", "-i", diff]
-            sides["GNU patch"] = lambda: _pair(patch, [*patch, "-R"], cwd=plain)
+            sides["GNU patch"] = lambda: timed_pair(patch, [*patch, "-R"], cwd=plain)
         if peers and _patch_ng():
             ng = [str(PYTHON[0]), "-m", "patch_ng", "-q", "-d", str(plain), diff]
-            sides["patch-ng"] = lambda: _pair(ng, [*ng[:-1], "--revert", diff], env=env)
+            sides["patch-ng"] = lambda: timed_pair(ng, [*ng[:-1], "--revert", diff], env=env)
         names = list(sides)
         done = rounds(runs, *sides.values(), warmup=1)
         return Timing(names, done)

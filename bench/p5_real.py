@@ -46,7 +46,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from common import Figure, Report, rounds, timed, timed_cpu
+from common import Figure, Report, rounds, timed, timed_pair
 
 PAIRS = [
     ("requests", "2.31.0", "2.32.3"),
@@ -106,7 +106,7 @@ class Peer:
         self.env = dict(os.environ)
 
     def pair(self) -> tuple[float, float]:
-        return _pair(self.apply, self.revert, self.env, self.cwd)
+        return timed_pair(self.apply, self.revert, self.env, self.cwd)
 
     def check(self, old: Path, new: Path) -> None:
         """Apply and revert once more, comparing the package folder with each release."""
@@ -255,17 +255,6 @@ PEERS = ("socket-patch", "patch-ng", "patch-package-py", "venv-patcher")
 LIMITS = {"socket-patch": 1.25}
 
 
-def _pair(
-    first: list[str], second: list[str], env: dict[str, str] | None, cwd: Path | None = None
-) -> tuple[float, float]:
-    """Wall and CPU time of two commands in turn, each starting from files on disk."""
-    os.sync()
-    wall, cpu = timed_cpu(first, env=env, cwd=cwd)
-    os.sync()
-    wall2, cpu2 = timed_cpu(second, env=env, cwd=cwd)
-    return wall + wall2, cpu + cpu2
-
-
 class Against:
     """compatkit's pair against one peer's, timed in the same rounds: medians of wall and CPU
     and of each round's ratio; and the import floor's wall against the peer's."""
@@ -326,17 +315,17 @@ def measure(
         ]  # fmt: skip
 
         def ours() -> tuple[float, float]:
-            return _pair([*base, "apply", "upgrade"], [*base, "revert", "upgrade"], env)
+            return timed_pair([*base, "apply", "upgrade"], [*base, "revert", "upgrade"], env)
 
         def git() -> tuple[float, float]:
             patch = str(work / "upgrade.diff")
-            return _pair(["git", "apply", patch], ["git", "apply", "-R", patch], None, plain)
+            return timed_pair(["git", "apply", patch], ["git", "apply", "-R", patch], None, plain)
 
         def starts() -> tuple[float, float]:
-            return _pair([str(PYTHON[0]), "-c", "pass"], [str(PYTHON[0]), "-c", "pass"], env)
+            return timed_pair([str(PYTHON[0]), "-c", "pass"], [str(PYTHON[0]), "-c", "pass"], env)
 
         def imports() -> tuple[float, float]:
-            return _pair(
+            return timed_pair(
                 *([str(PYTHON[0]), "-c", f"import {names}"]
                   for names in (APPLY_IMPORTS, REVERT_IMPORTS)),
                 env,
