@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import p5_real
-from p5_real import HEADER, PAIRS
+from p5_real import PAIRS
 
 COMMANDS = ("apply", "revert")
 
@@ -49,18 +49,7 @@ def _patchset(work: Path, package: str, old: str, new: str, site: Path) -> Path:
     old_src = p5_real._venv(work / "old-src", f"{package}=={old}", compile_bytecode=False)
     new_src = p5_real._venv(work / "new-src", f"{package}=={new}", compile_bytecode=False)
     diff = p5_real._upgrade_diff(work, package, old_src, new_src)
-    ps = work / "ps" / "upgrade"
-    (ps / "patches").mkdir(parents=True)
-    (ps / "smoke").mkdir()
-    (ps / "smoke" / "test_x.py").write_text("def test_x():\n    pass\n")
-    (ps / "patches" / "upgrade.patch").write_text(HEADER + diff)
-    dist = next(site.glob("*.dist-info")).name.split("-")[0]
-    (ps / "patchset.toml").write_text(
-        f'[patchset]\nname = "upgrade"\nversion = "1"\nsummary = "{package} {new}"\n'
-        f'series = ["patches/upgrade.patch"]\n[target]\ndistribution = "{dist}"\n'
-        f'specifier = "=={old}"\n'
-    )
-    return work / "ps"
+    return p5_real.write_patchset(work, package, old, new, diff, site)
 
 
 def _one(work: Path, exe: str, package: str, old: str, patchsets: Path, runs: int) -> list[int]:

@@ -255,6 +255,23 @@ PEERS = ("socket-patch", "patch-ng", "patch-package-py", "venv-patcher")
 LIMITS = {"socket-patch": 1.25}
 
 
+def write_patchset(work: Path, package: str, old: str, new: str, diff: str, site: Path) -> Path:
+    """The one-patch patchset ``upgrade`` of the upgrade diff, under ``work/ps`` (returned),
+    for the distribution installed in ``site``."""
+    ps = work / "ps" / "upgrade"
+    (ps / "patches").mkdir(parents=True)
+    (ps / "smoke").mkdir()
+    (ps / "smoke" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (ps / "patches" / "upgrade.patch").write_text(HEADER + diff)
+    dist = next(site.glob("*.dist-info")).name.split("-")[0]
+    (ps / "patchset.toml").write_text(
+        f'[patchset]\nname = "upgrade"\nversion = "1"\nsummary = "{package} {new}"\n'
+        f'series = ["patches/upgrade.patch"]\n[target]\ndistribution = "{dist}"\n'
+        f'specifier = "=={old}"\n'
+    )
+    return work / "ps"
+
+
 class Against:
     """compatkit's pair against one peer's, timed in the same rounds: medians of wall and CPU
     and of each round's ratio; and the import floor's wall against the peer's."""
@@ -291,17 +308,8 @@ def measure(
         diff = _upgrade_diff(work, package, old_src, new_src)
         files = diff.count("\ndiff --git ") + diff.startswith("diff --git ")
         hunks = sum(1 for line in diff.splitlines() if line.startswith("@@ "))
-        ps = work / "ps" / "upgrade"
-        (ps / "patches").mkdir(parents=True)
-        (ps / "smoke").mkdir()
-        (ps / "smoke" / "test_x.py").write_text("def test_x():\n    pass\n")
-        (ps / "patches" / "upgrade.patch").write_text(HEADER + diff)
+        write_patchset(work, package, old, new, diff, target)
         dist = next(target.glob("*.dist-info")).name.split("-")[0]
-        (ps / "patchset.toml").write_text(
-            f'[patchset]\nname = "upgrade"\nversion = "1"\nsummary = "{package} {new}"\n'
-            f'series = ["patches/upgrade.patch"]\n[target]\ndistribution = "{dist}"\n'
-            f'specifier = "=={old}"\n'
-        )
         plain = work / "plain"
         shutil.copytree(old_src / package, plain / package)
         (work / "upgrade.diff").write_text(diff)
