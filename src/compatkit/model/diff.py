@@ -181,6 +181,11 @@ class FileDiff(Value):
         """Every path the section reads or writes."""
         return (self.path,) if self.source is None else (self.source, self.path)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every path the section may read or write once bound: ``paths`` and its ``alias``."""
+        return self.paths if self.alias is None else (*self.paths, self.alias)
+
     def reversed(self) -> FileDiff:
         flip: dict[str, FileKind] = {
             "modify": "modify",

@@ -70,6 +70,13 @@ class Patch(Value):
             self._files = parse_diff(self._raw[0], shown(self.path.name), self._raw[1], zero)
         return self._files
 
+    def bind_names(self, exists: Callable[[str], bool]) -> None:
+        """Each traditional edit whose ``---``/``+++`` names differ on the name that is a
+        file of the distribution (``exists``), as :meth:`FileDiff.bound` picks it: what
+        every command that reads or writes a patch's files does first."""
+        if any(fd.alias is not None for fd in self.files):
+            self._files = tuple(fd.bound(exists) for fd in self.files)
+
     @property
     def title(self) -> str:
         return self.fields.get("title", "")
@@ -216,11 +223,9 @@ class Patchset(Value):
         return next((p for p in self.patches if p.id == patch_id), None)
 
     def bind_names(self, exists: Callable[[str], bool]) -> None:
-        """Each traditional edit whose ``---``/``+++`` names differ on the name that is a
-        file of the distribution (``exists``), as :meth:`FileDiff.bound` picks it."""
+        """Every patch's names bound (:meth:`Patch.bind_names`)."""
         for p in self.patches:
-            if any(fd.alias is not None for fd in p.files):
-                p._files = tuple(fd.bound(exists) for fd in p.files)
+            p.bind_names(exists)
 
     def needing(self, ids: list[str]) -> list[str]:
         """The patches that need one of ``ids`` (``Needs``), directly or through another one,

@@ -120,6 +120,7 @@ def _bases(
     record = dist.read_record()
     if state is not None and ps is not None:
         originals = {f.path: read_backup(dist.read, f) for f in state.files}
+        ps.bind_names(dist.files.is_file)  # the names apply patched
         applied = [(p.id, p.files) for p in ps.patches if p.id in state.applied]
         written = apply_series(originals, applied).contents
         bases.update({p: written[p] for p in edits if p in written})

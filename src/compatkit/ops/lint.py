@@ -148,12 +148,14 @@ class Lint:
         version = self._version(wheels)
         if version is None:
             return
-        paths = sorted({path for p in self.patches for fd in p.files for path in fd.paths})
+        paths = sorted({path for p in self.patches for fd in p.files for path in fd.names})
         try:
             got = pristine(wheels, self.distribution, str(version), paths)
         except CompatkitError as exc:
             self.problem(f"{exc.message}: {'; '.join(exc.problems)}")
             return
+        for p in self.patches:  # a traditional diff's names, as apply binds them
+            p.bind_names(lambda path: got.files.get(path) is not None)
         self.notes.append(f"checked against {self.distribution} {version} ({got.label})")
         tops = {p.split("/", 1)[0] for p in got.owned if "/" in p}
         contents = dict(got.files)

@@ -171,8 +171,9 @@ def rebase(
     dest = base / new_name
     if dest.exists():
         raise UsageError(f"{dest} already exists; pass --name or -o")
-    paths = sorted({path for p in ps.patches for fd in p.files for path in fd.paths})
+    paths = sorted({path for p in ps.patches for fd in p.files for path in fd.names})
     old = pristine(wheels, ps.distribution, old_ver, paths)
+    ps.bind_names(lambda path: old.files.get(path) is not None)  # the names apply patches
     new = pristine(wheels, ps.distribution, new_ver, paths)
     labels = (f"{ps.distribution} {old_ver}", f"{ps.distribution} {new_ver}")
     ports = port_series([(p.id, p.files) for p in ps.patches], old.files, new.files, labels)

@@ -150,6 +150,7 @@ def against_newest(against: str, source: WheelSource | None = None) -> Requireme
 
 def removed_files(patch: Patch, dist: Dist) -> list[str]:
     """The files ``patch`` changes or deletes, when every one of them is gone (else [])."""
+    patch.bind_names(dist.files.is_file)  # as apply and textual_status bind them
     paths = [fd.path for fd in patch.files if fd.kind != "create"]
     if not paths or any(dist.files.lexists(p) for p in paths):
         return []
