@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from compatkit.engine.hunks import apply_series
+from compatkit.engine.rebase import port_series
 from compatkit.load.validate import load_patchset
+from compatkit.model.diff import parse_diff
+from compatkit.model.patchset import split_header
+from compatkit.model.results import PortState
 from helpers import DEMO_FILES, PATCH_GREET, PATCH_UTIL, Venv, build_wheel, run_cli, write_patchset
 
 PATCH_WHO = """\
@@ -191,3 +196,92 @@ def test_real_speculators_rebase_to_0_4_0(
     # patch-2 applies as text, but 0.4.0 already passes is_encoder_decoder: a repeated keyword
     assert statuses["patch-2"] == "conflict"
     assert code == 1
+
+
+RENAME = """\
+Patch-Id: patch-5
+Title: Move util
+Symptom: x
+Cause: y
+Fix: z
+Smoke-Test: smoke/test_patch_1.py
+---
+diff --git a/demo/util.py b/demo/tools.py
+similarity index 90%
+rename from demo/util.py
+rename to demo/tools.py
+--- a/demo/util.py
++++ b/demo/tools.py
+@@ -19,5 +19,5 @@
+ line18 = 18
+ line19 = 19
+-line20 = 20
++line20 = 200
+ line21 = 21
+ line22 = 22
+"""
+COPY = (
+    RENAME.replace("rename from", "copy from")
+    .replace("rename to", "copy to")
+    .replace("Patch-Id: patch-5", "Patch-Id: patch-6")
+)
+MODE = """\
+Patch-Id: patch-7
+Title: Executable greet
+Symptom: x
+Cause: y
+Fix: z
+Smoke-Test: smoke/test_patch_1.py
+---
+diff --git a/demo/greet.py b/demo/greet.py
+old mode 100644
+new mode 100755
+"""
+
+
+@pytest.mark.parametrize(("text", "kind"), [(RENAME, "rename"), (COPY, "copy"), (MODE, "modify")])
+def test_renames_copies_and_modes_are_ported(
+    text: str, kind: str, tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ported patch keeps its git header (rename, copy, mode) and its hunks move with
+    the new version's file (util.py is three lines lower in demo 1.1). Before: the rename's
+    new name was read from the old wheel ('does not apply to the old version'), and a
+    mode-only patch came out as a header without a diff."""
+    base = tmp_path / "ps"
+    write_patchset(base, patches={"0001.patch": text})
+    code, out, err = rebase(capsys, base, wheels, "demo-fix", "--target", "demo==1.1", "--json")
+    assert code == 0, out + err
+    (patch,) = json.loads(out)["patches"]
+    assert patch["status"] in ("clean", "offset") and patch["conflicts"] == [], patch
+    ported = load_patchset(base / "demo-fix-1.1").patches[0]
+    (fd,) = ported.files
+    old = load_patchset(base / "demo-fix").patches[0].files[0]
+    assert (fd.kind, fd.path, fd.source) == (kind, old.path, old.source)
+    assert (fd.old_mode, fd.new_mode) == (old.old_mode, old.new_mode)
+    new_util = b"# moved\n# down\n# by three\n" + DEMO_FILES["demo/util.py"]
+    tree = {"demo/util.py": new_util, "demo/tools.py": None, "demo/greet.py": b"g\n"}
+    result = apply_series(tree, [(ported.id, ported.files)])
+    if kind == "modify":
+        assert result.contents == tree and result.modes == {"demo/greet.py": 0o755}
+    else:
+        want = new_util.replace(b"line20 = 20\n", b"line20 = 200\n")
+        assert result.contents["demo/tools.py"] == want
+        assert result.contents["demo/util.py"] == (None if kind == "rename" else new_util)
+
+
+@pytest.mark.parametrize(
+    ("new", "reason"),
+    [
+        ({"demo/util.py": None}, "the new version has no demo/util.py to rename"),
+        ({"demo/tools.py": b"x = 1\n"}, "the new version already has demo/tools.py"),
+    ],
+)
+def test_a_rename_the_new_version_cannot_take_is_a_conflict(
+    new: dict[str, bytes | None], reason: str
+) -> None:
+    """A rename whose source is gone upstream, or whose new name upstream already has, is a
+    conflict with its reason; before, the first read the new name from the old version."""
+    _, body = split_header(RENAME)
+    old = {"demo/util.py": DEMO_FILES["demo/util.py"], "demo/tools.py": None}
+    (port,) = port_series([("patch-5", parse_diff(body, "p"))], old, {**old, **new})
+    assert port.status is PortState.CONFLICT and port.detail == f"demo/tools.py: {reason}"

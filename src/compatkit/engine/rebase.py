@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 
 from merge3 import Merge3
 
-from compatkit.engine.difftext import diff_files
-from compatkit.engine.hunks import HunkMismatch, apply_file
+from compatkit.engine.difftext import diff_files, file_diff
+from compatkit.engine.hunks import HunkMismatch, apply_file, apply_section
 from compatkit.model.diff import FileDiff
 from compatkit.model.results import PortState
 from compatkit.value import Value
@@ -34,20 +34,31 @@ _RANK = {PortState.CLEAN: 0, PortState.OFFSET: 1, PortState.MERGED: 2}
 
 
 class FilePort(Value):
-    __slots__ = ("path", "status", "offset", "before", "after", "conflict", "reason")
+    __slots__ = ("path", "status", "offset", "before", "after", "conflict", "reason", "section")
 
     def __init__(
         self,
         path: str,
         status: PortState,
         offset: int = 0,
-        before: bytes | None = None,  # the new version's file before this patch
-        after: bytes | None = None,  # ... and after it
+        before: bytes | None = None,  # the new version's file before this patch (a rename's
+        after: bytes | None = None,  # ... and after it                       source's)
         conflict: bytes | None = None,  # the file with conflict markers
         reason: str = "",
+        section: FileDiff | None = None,  # the section ported: its rename, copy and modes
     ) -> None:
         self.path, self.status, self.offset, self.reason = path, status, offset, reason
         self.before, self.after, self.conflict = before, after, conflict
+        self.section = section
+
+    def diff(self) -> str:
+        """The ported section as a diff: its hunks from ``before`` to ``after``, and the git
+        header lines of the section it ports (rename, copy, modes)."""
+        fd = self.section
+        if fd is None:
+            return diff_files({self.path: (self.before, self.after)})
+        moved = (fd.kind, fd.source) if fd.source is not None else None
+        return file_diff(self.path, self.before, self.after, moved=moved, modes=fd.modes)
 
 
 class PatchPort(Value):
@@ -85,8 +96,7 @@ class PatchPort(Value):
 
     def diff(self) -> str:
         """The ported diff (files already upstream left out); "" if nothing is left."""
-        keep = [f for f in self.files if f.status in _RANK]
-        return diff_files({f.path: (f.before, f.after) for f in keep})
+        return "".join(f.diff() for f in self.files if f.status in _RANK)
 
 
 def _lines(data: bytes | None) -> list[str]:
@@ -128,7 +138,19 @@ def _compiles(port: FilePort) -> FilePort:
 def port_file(
     fd: FileDiff, old_before: bytes | None, new_before: bytes | None, names: tuple[str, str, str]
 ) -> FilePort:
-    """Port one file's change; ``names`` label the conflict markers (ours, base, theirs)."""
+    """Port one file section (``old_before`` and ``new_before``: the file it reads, a rename's
+    or a copy's source); ``names`` label the conflict markers (ours, base, theirs). A section
+    that renames, copies or sets a mode is ported with it, its hunks on the new source."""
+    port = _port_lines(fd, old_before, new_before, names)
+    port.section = fd
+    if port.status is PortState.UPSTREAM and (fd.source is not None or fd.modes[1] is not None):
+        port.status = PortState.MERGED  # the lines are upstream, the move or the mode is not
+    return port
+
+
+def _port_lines(
+    fd: FileDiff, old_before: bytes | None, new_before: bytes | None, names: tuple[str, str, str]
+) -> FilePort:
     try:
         old_after = apply_file(old_before, fd).data
     except HunkMismatch as exc:
@@ -136,7 +158,8 @@ def port_file(
             fd.path, PortState.CONFLICT, reason=f"does not apply to the old version ({exc})"
         )
     if new_before is None and fd.kind != "create":
-        return FilePort(fd.path, PortState.CONFLICT, reason="the new version has no such file")
+        missing = "no such file" if fd.source is None else f"no {fd.source} to {fd.kind}"
+        return FilePort(fd.path, PortState.CONFLICT, reason=f"the new version has {missing}")
     direct = None
     with contextlib.suppress(HunkMismatch):
         direct = apply_file(new_before, fd)
@@ -170,12 +193,20 @@ def port_series(
     for patch_id, diffs in patches:
         names = (f"{patch_id} on {labels[0]}", labels[0], labels[1])
         result = PatchPort(patch_id)
+        staged = dict(new_cur)  # a file's later sections read what its earlier ones wrote
         for fd in diffs:
-            result.files.append(port_file(fd, old_cur.get(fd.path), new_cur.get(fd.path), names))
+            read = fd.source or fd.path
+            port = port_file(fd, old_cur.get(read), staged.get(read), names)
+            if fd.source is not None and staged.get(fd.path) is not None:
+                why = f"the new version already has {fd.path}"
+                port = FilePort(fd.path, PortState.CONFLICT, reason=why, section=fd)
+            result.files.append(port)
             with contextlib.suppress(HunkMismatch):
-                old_cur[fd.path] = apply_file(old_cur.get(fd.path), fd).data
+                old_cur.update((p, data) for p, (data, _) in apply_section(old_cur, fd).items())
+            if fd.kind == "rename":
+                staged[read] = None
+            staged[fd.path] = port.after
         if result.status is not PortState.CONFLICT:
-            for f in result.files:
-                new_cur[f.path] = f.after
+            new_cur = staged
         ported.append(result)
     return ported

@@ -182,6 +182,10 @@ class FileDiff(Value):
         return (self.path,) if self.source is None else (self.source, self.path)
 
     @property
+    def modes(self) -> tuple[int | None, int | None]:
+        return self.old_mode, self.new_mode
+
+    @property
     def names(self) -> tuple[str, ...]:
         """Every path the section may read or write once bound: ``paths`` and its ``alias``."""
         return self.paths if self.alias is None else (*self.paths, self.alias)
