@@ -291,6 +291,22 @@ def _note_mode(result: SeriesResult, fd: FileDiff) -> None:
         result.modes.pop(fd.path, None)
 
 
+def set_modes(patches: Sequence[tuple[str, Sequence[FileDiff]]]) -> dict[str, int]:
+    """The permission bits the series sets with git's ``new mode`` or ``new file mode
+    100755``, by the path that ends up with them (followed through renames and copies):
+    what status and verify compare with the disk, as they compare the bytes."""
+    result = SeriesResult({})
+    explicit: set[str] = set()
+    for _, diffs in patches:
+        for fd in diffs:
+            _note_mode(result, fd)
+            if fd.new_mode is not None or fd.source in explicit:
+                explicit.add(fd.path)
+            elif fd.kind in ("create", "delete"):
+                explicit.discard(fd.path)  # git's new file is 0644, whatever was there
+    return {path: mode for path, mode in result.modes.items() if path in explicit}
+
+
 def _section_applies(contents: Mapping[str, bytes | None], fd: FileDiff) -> bool:
     """Whether ``fd`` applies to ``contents`` (files whose new side is already there)."""
     try:

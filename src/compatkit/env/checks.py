@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import partial
 from hashlib import sha256
 
-from compatkit.engine.hunks import SeriesConflict, apply_series
+from compatkit.engine.hunks import SeriesConflict, apply_series, set_modes
 from compatkit.env.state import FileState, State, states_of
 from compatkit.env.target import Dist, Environment
 from compatkit.model import answers, startup_code
@@ -137,6 +137,14 @@ def _drifted_ids(dist: Dist, state: State) -> set[str]:
     return drifted
 
 
+def _mode_drifted_ids(ps: Patchset, dist: Dist, state: State) -> set[str]:
+    """The applied patches of a file whose mode is no longer the one the series set."""
+    ps.bind_names(dist.files.is_file)
+    series = [(p.id, p.files) for p in ps.patches if p.id in state.applied]
+    missed = {path for path, _, _ in mode_misses(series, dist)}
+    return {pid for f in state.files if f.path in missed for pid in f.patches}
+
+
 # A source above this is not compiled to check it: the compiler holds many times the size of
 # a source of short lines (a generated table; docs/reliability.md, 3f); the text check still
 # runs.
@@ -164,35 +172,76 @@ def _compiles(source: bytes) -> bool:
     return True
 
 
+def mode_misses(
+    series: list[tuple[str, tuple[FileDiff, ...]]], dist: Dist, now: dict[str, int] | None = None
+) -> list[tuple[str, int, int]]:
+    """Each file of ``dist`` whose permission bits are not those ``series`` sets (git's ``new
+    mode``): (path, its mode, the series's). ``now``: modes that stand in for the disk's."""
+    out = []
+    for path, want in set_modes(series).items():
+        if dist.files.is_file(path):
+            have = now[path] if now and path in now else dist.files.mode(path)
+            if have != want:
+                out.append((path, have, want))
+    return out
+
+
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
-    """Try every patch on the current files: applies, already present, or conflicts."""
+    """Try every patch on the current files: applies, already present, or conflicts (a
+    mode change too: a patch that only sets modes is present where the files have them)."""
     ps.bind_names(dist.files.is_file)
     paths = {path for p in ps.patches for fd in p.files for path in fd.paths}
     contents = {path: dist.read(path) for path in paths}
+    modes: dict[str, int] = {}  # what the patches before this one set
     out = []
     for patch in ps.patches:
-        pairs = [(patch.id, patch.files)]
-        try:
-            result = apply_series(contents, pairs)
-            broken = _uncompilable(result.contents, patch.files)
-            if broken:
-                detail = f"conflict: applies as text, but {broken} no longer compiles"
-                out.append(
-                    PatchStatus(patch.id, PatchState.NOT_APPLIED, detail, DiffState.CONFLICT)
-                )
-                continue
-            contents = result.contents
-            moved = [o for offs in result.offsets[patch.id].values() for o in offs if o]
-            detail = f"applies, offset {moved[0]:+d}" if moved else "applies cleanly"
-            textual = DiffState.APPLIES
-        except SeriesConflict as exc:
-            try:
-                apply_series(contents, pairs, reverse=True)
-                detail, textual = "its change is already present", DiffState.PRESENT
-            except SeriesConflict:
-                detail, textual = f"conflict: {exc.mismatch.message}", DiffState.CONFLICT
+        detail, textual, after = _textual(patch.id, patch.files, contents, modes, dist)
+        if after is not None:
+            contents = after
+            modes.update(set_modes([(patch.id, patch.files)]))
         out.append(PatchStatus(patch.id, PatchState.NOT_APPLIED, detail, textual))
     return out
+
+
+def _textual(
+    pid: str,
+    files: tuple[FileDiff, ...],
+    contents: dict[str, bytes | None],
+    modes: dict[str, int],
+    dist: Dist,
+) -> tuple[str, DiffState, dict[str, bytes | None] | None]:
+    """One patch on ``contents`` (and ``modes``): its detail, verdict, and the files after it
+    (None: it does not apply)."""
+    pairs = [(pid, files)]
+    try:
+        result = apply_series(contents, pairs)
+    except SeriesConflict as exc:
+        try:
+            apply_series(contents, pairs, reverse=True)
+        except SeriesConflict:
+            return f"conflict: {exc.mismatch.message}", DiffState.CONFLICT, None
+        missed = mode_misses(pairs, dist, modes)
+        if missed:
+            path, have, want = missed[0]
+            why = f"its lines are present, but {path} has mode {have:o}, not {want:o}"
+            return f"conflict: {why}", DiffState.CONFLICT, None
+        return _PRESENT, DiffState.PRESENT, None
+    broken = _uncompilable(result.contents, files)
+    if broken:
+        return (
+            f"conflict: applies as text, but {broken} no longer compiles",
+            DiffState.CONFLICT,
+            None,
+        )
+    only_modes = all(fd.kind == "modify" and not fd.hunks for fd in files)
+    if only_modes and not mode_misses(pairs, dist, modes):
+        return _PRESENT, DiffState.PRESENT, None
+    moved = [o for offs in result.offsets[pid].values() for o in offs if o]
+    detail = f"applies, offset {moved[0]:+d}" if moved else "applies cleanly"
+    return detail, DiffState.APPLIES, result.contents
+
+
+_PRESENT = "its change is already present"
 
 
 def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus]:
@@ -229,6 +278,8 @@ def _statuses(
     assert dist is not None
     drifted = _drifted_ids(dist, state)
     outdated = state.digest != ps.digest
+    if not outdated:  # the patch files are the ones applied: the modes they set, too
+        drifted |= _mode_drifted_ids(ps, dist, state)
     out = []
     for patch in ps.patches:
         if patch.id in state.excluded:

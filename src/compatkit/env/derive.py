@@ -24,6 +24,7 @@ Used as ``problems(patchset, dist, state, other_states)``: an empty list is a pr
 from __future__ import annotations
 
 from compatkit.engine.hunks import SeriesConflict, apply_series
+from compatkit.env.checks import mode_misses
 from compatkit.env.state import FileState, State, read_backup
 from compatkit.env.target import Dist
 from compatkit.model.diff import FileDiff
@@ -99,4 +100,6 @@ def problems(ps: Patchset, dist: Dist, state: State, others: list[State]) -> lis
                 found.append(f"{path} {_WRONG.format(ps=ps.name)} (state: written bytes)")
         elif dist.read(path) != data:
             found.append(f"{path} {_WRONG.format(ps=ps.name)}")
+    for path, have, want in mode_misses(series, dist):
+        found.append(f"{path} has mode {have:o}, not the {want:o} {ps.name} sets")
     return found

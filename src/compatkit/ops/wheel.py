@@ -107,8 +107,9 @@ class MemoryFiles:
     the source wheel (:class:`compatkit.delivery.wheelfile.Stored`) is read when asked for (a
     file a patch edits: small)."""
 
-    def __init__(self, files: dict[str, Content]) -> None:
+    def __init__(self, files: dict[str, Content], executable: set[str] | None = None) -> None:
         self.files = files
+        self.executable = executable or set()
         self._dirs = {p.rsplit("/", i)[0] for p in files for i in range(1, p.count("/") + 1)}
 
     def read(self, relpath: str) -> bytes | None:
@@ -141,7 +142,7 @@ class MemoryFiles:
         return None if content is None else hash_bytes(content)
 
     def mode(self, relpath: str) -> int:
-        return 0o644
+        return 0o755 if relpath in self.executable else 0o644
 
     def check_inside(self, relpath: str, dirs_ok: set[str]) -> None:
         check_relpath(relpath)
@@ -204,19 +205,25 @@ def _renamed(whole: WholeWheel, version: str) -> _Renamed:
     return _Renamed(name, info, files, {new(p) for p in whole.executable})
 
 
-def _apply(
-    ps: Patchset, name: str, version: str, info: str, files: dict[str, Content]
-) -> list[str]:
-    """Apply ``ps`` to ``files`` in place, as ``compatkit apply`` would; the paths it changed."""
+def _apply(ps: Patchset, version: str, w: _Renamed) -> list[str]:
+    """Apply ``ps`` to the wheel's files in place, as ``compatkit apply`` would, the modes it
+    sets kept in ``w.executable`` (a wheel's one permission bit); the paths it changed."""
+    files, info = w.files, w.info
     order = list(files)
     files[f"{info}/RECORD"] = wheelfile.regenerate_record(files, f"{info}/RECORD", order)
-    ov = Overlay(Dist(name, version, Path(info), Path(".")), MemoryFiles(files))
+    ov = Overlay(Dist(w.name, version, Path(info), Path(".")), MemoryFiles(files, w.executable))
     plan = plan_apply(ov, ps, [], force=False, built_in=True)
     for rel, data in ov.data.items():
         if data is None:
             files.pop(rel, None)
+            w.executable.discard(rel)
         else:
             files[rel] = data
+    for rel, mode in ov.modes.items():
+        if mode & 0o100:
+            w.executable.add(rel)
+        else:
+            w.executable.discard(rel)
     return [f.path for f in plan.state.files]
 
 
@@ -322,7 +329,7 @@ def build_wheel(
     whole = whole_wheel(src, ps.distribution, base, proof)
     version = wheelfile.local_version(base, label(ps))
     w = _renamed(whole, version)
-    changed = _apply(ps, w.name, version, w.info, w.files)
+    changed = _apply(ps, version, w)
     sbom_path = _add_sbom(ps, w, base, version, epoch)
     record = f"{w.info}/RECORD"
     w.files[record] = wheelfile.regenerate_record(w.files, record, list(w.files))
