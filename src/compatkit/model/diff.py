@@ -8,11 +8,12 @@ file; and, stricter than git, a hunk followed by more hunk lines than it counts 
 instead of cut short (what may follow a complete hunk is listed in ``_Reader._ends_hunk``: git
 apply skips it all). Each line keeps the patch's own line ending. What each file diff does is
 decided from ``/dev/null``, git's ``new file mode`` and ``diff -N``'s epoch dates (in any zone
-notation); git's renames, copies and modes (100644, 100755) are read, binary patches, symlinks
-and submodules refused. git's checks hold: ``---``/``+++`` names against the ``diff --git``
-line, context-only hunks, ``-U0`` hunks unless the patch opts in (docs/git-apply.md). Every
-refusal is one line; one of the text itself reads ``LABEL: corrupt patch at line N: WHAT``,
-N counted in the patch file.
+notation); git's renames, copies and modes (100644, 100755) are read by
+:mod:`compatkit.model.githeader` (imported only for a section with git's extended header lines
+or a C-quoted name), binary patches, symlinks and submodules refused. git's checks hold:
+``---``/``+++`` names against the ``diff --git`` line, context-only hunks, ``-U0`` hunks
+unless the patch opts in (docs/git-apply.md). Every refusal is one line; one of the text
+itself reads ``LABEL: corrupt patch at line N: WHAT``, N counted in the patch file.
 
 >>> diff = "--- a/pkg/m.py\\n+++ b/pkg/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\r\\n"
 >>> [(f.path, f.kind, f.hunks[0].lines, f.hunks[0].eols) for f in parse_diff(diff, "p")]
@@ -37,6 +38,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
+    from compatkit.model.githeader import Extended
+
     FileKind = Literal["modify", "create", "delete", "rename", "copy", "uncopy"]
 
 DEV_NULL = "/dev/null"
@@ -46,8 +49,7 @@ _HUNK_HEADER = r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@"
 _STAMP = r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?: ?([+-])(\d\d):?(\d\d))?"
 # a date after a path that spaces, not a tab, separate from it (git's diff_timestamp_len)
 _SPACED_STAMP = r"(.*?) +(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: ?[+-]\d\d:?\d\d)?)"
-_MODES = {"100644": 0o644, "100755": 0o755}
-_GIT_EXTENDED = (
+_GIT_EXTENDED = (  # read by compatkit.model.githeader
     "old mode ",
     "new mode ",
     "deleted file mode ",
@@ -63,7 +65,6 @@ _GIT_EXTENDED = (
     "index ",
 )
 _BINARY = ("Binary files ", "GIT binary patch")
-_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
 
 
 class Hunk(Value):
@@ -268,25 +269,6 @@ def changes_eol(lines: Sequence[tuple[str, str]], eols: Sequence[str]) -> bool:
     return False
 
 
-def unquote(name: str) -> str:
-    """A path as git C-quotes it (``"a/t\\303\\251st.py"``) → the path; others unchanged."""
-    if len(name) < 2 or name[0] != '"' or name[-1] != '"':
-        return name
-    out, i, body = bytearray(), 0, name[1:-1]
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\" or i + 1 == len(body):
-            out += ch.encode("utf-8", "surrogateescape")
-            i += 1
-        elif body[i + 1 : i + 4].isdigit() and len(body[i + 1 : i + 4]) == 3:
-            out.append(int(body[i + 1 : i + 4], 8) & 0xFF)
-            i += 4
-        else:
-            out.append(_ESCAPES.get(body[i + 1], ord(body[i + 1]) & 0xFF))
-            i += 2
-    return out.decode("utf-8", "surrogateescape")
-
-
 def is_epoch(stamp: str) -> bool:
     """Whether a ``diff -u`` date is the epoch (``diff -N``'s date for an absent file), in any
     time zone: ``1970-01-01 00:00:00.000000000 +0000``, ``1969-12-31 19:00:00 -0500``."""
@@ -400,7 +382,10 @@ class _Reader:
         spaced = None if stamp else re.fullmatch(_SPACED_STAMP, name)
         if spaced:  # "--- pkg/m.py  2024-01-01 00:00:00 +0000": spaces, not a tab
             name, stamp = spaced.groups()
-        name = unquote(name)
+        if name.startswith('"'):  # git's C-quoting
+            from compatkit.model.githeader import unquote
+
+            name = unquote(name)
         if not name.strip():
             raise self.fail(index, f"'{self.head(index)[:3]}' line without a path")
         return name, stamp.strip()
@@ -474,14 +459,20 @@ class _Reader:
     def file_diff(self, header: _Header, hunks: list[Hunk]) -> FileDiff:
         """A section read as a file diff, or its refusal."""
         where = f"{self.label}: line {header.line_no}"
-        _refuse_unsupported(header, where)
-        ext = _Extended(header.extended, where)
+        if header.binary:
+            raise PatchFormatError(f"{where}: binary patches are not supported")
+        ext = None  # what git's extended header lines say (a diff --git section may have none)
+        if header.extended:
+            from compatkit.model import githeader
+
+            githeader.refuse_special(header.extended, where)
+            ext = githeader.Extended(header.extended, where)
         if header.git is not None:
             source, target = _git_sides(header, ext, self.label)
         else:
             source, target = _strip_prefixes(*_sides(header, where))
         where = f"{self.label}: {shown(target if target != DEV_NULL else source)}"
-        kind = ext.moved or _kind(header, ext, hunks, source, target, where)
+        kind = ext.moved if ext and ext.moved else _kind(header, ext, hunks, source, target, where)
         alias = None
         hint = _first_folder_hint(source, target)  # a diff made one folder up: refused
         if kind == "modify" and source != target and header.git is None and not hint:
@@ -493,7 +484,7 @@ class _Reader:
                 + hint
             )
         bare = kind == "modify" or (kind in ("create", "delete") and header.old is not None)
-        if bare and not hunks and not ext.metadata:
+        if bare and not hunks and not (ext and ext.metadata):
             raise PatchFormatError(f"{where}: file header without any hunk")
         if kind == "create":
             for h in hunks:
@@ -502,54 +493,8 @@ class _Reader:
             _refuse_contextless(hunks, where)
         path = source if kind == "delete" else target
         moved_from = source if kind in ("rename", "copy") else None
-        return FileDiff(path, kind, tuple(hunks), moved_from, ext.old_mode, ext.new_mode, alias)
-
-
-class _Extended:
-    """What git's extended header lines say: modes, new or deleted, renamed or copied."""
-
-    __slots__ = ("old_mode", "new_mode", "new", "deleted", "moved", "names", "metadata")
-
-    def __init__(self, lines: list[str], where: str) -> None:
-        self.old_mode: int | None = None
-        self.new_mode: int | None = None
-        self.new = self.deleted = False
-        self.moved: FileKind | None = None  # "rename" or "copy"
-        self.names: list[str] = ["", ""]  # rename/copy from, to
-        found: list[str] = []  # new, deleted, rename, copy: at most one (git)
-        for line in lines:
-            head, _, value = line.rpartition(" ")
-            if head in ("old mode", "deleted file mode"):
-                self.old_mode = _mode(value, where)
-            if head == "new mode" or (head == "new file mode" and value != "100644"):
-                self.new_mode = _mode(value, where)  # a new file is 0644 unless it says not
-            if head in ("new file mode", "deleted file mode"):
-                found.append(head)
-                self.new, self.deleted = self.new or head[0] == "n", self.deleted or head[0] == "d"
-            for verb in ("rename", "copy"):
-                for side, word in enumerate(("from ", "to ", "old ", "new ")):
-                    if line.startswith(f"{verb} {word}"):
-                        self.names[side % 2] = unquote(line[len(verb) + 1 + len(word) :])
-                        if side % 2 == 0:
-                            found.append(verb)
-                            self.moved = "rename" if verb == "rename" else "copy"
-        if len(found) > 1:
-            raise PatchFormatError(f"{where}: inconsistent header lines ({', '.join(found)})")
-        if self.moved and not all(self.names):
-            raise PatchFormatError(f"{where}: {self.moved} header without both names")
-        if self.new_mode is not None and self.new_mode == self.old_mode:
-            self.new_mode = None  # nothing to change
-        self.metadata = self.new_mode is not None or self.moved is not None
-
-
-def _mode(value: str, where: str) -> int:
-    if value in _MODES:
-        return _MODES[value]
-    if value == "120000":
-        raise PatchFormatError(f"{where}: symlinks (mode 120000) are not supported")
-    if value == "160000":
-        raise PatchFormatError(f"{where}: submodules (mode 160000) are not supported")
-    raise PatchFormatError(f"{where}: file mode {value} is not supported (100644 or 100755)")
+        modes = (ext.old_mode, ext.new_mode) if ext else (None, None)
+        return FileDiff(path, kind, tuple(hunks), moved_from, *modes, alias)
 
 
 def _refuse_contextless(hunks: list[Hunk], where: str) -> None:
@@ -565,24 +510,23 @@ def _refuse_contextless(hunks: list[Hunk], where: str) -> None:
             )
 
 
-def _git_sides(header: _Header, ext: _Extended, label: str) -> tuple[str, str]:
+def _git_sides(header: _Header, ext: Extended | None, label: str) -> tuple[str, str]:
     """The two paths of a ``diff --git`` section, checked as git checks them: the ``---`` and
     ``+++`` names must be those of the ``diff --git`` line (or of the rename/copy lines),
     each compared without its first folder (git's ``-p1``). Kept from GNU patch: ``---
     /dev/null`` creates (``+++ /dev/null`` deletes) without git's ``new file mode`` line."""
-    if ext.moved:  # "rename from X": no a/ prefix
-        names: tuple[str, str] | None = ("a/" + ext.names[0], "b/" + ext.names[1])
+    moved = (ext.names[0], ext.names[1]) if ext and ext.moved else None
+    if moved:  # "rename from X": no a/ prefix
+        names: tuple[str, str] | None = ("a/" + moved[0], "b/" + moved[1])
     else:
         names = _git_names(header)
-    old = DEV_NULL if ext.new else names[0] if names else None
-    new = DEV_NULL if ext.deleted else names[1] if names else None
+    old = DEV_NULL if ext and ext.new else names[0] if names else None
+    new = DEV_NULL if ext and ext.deleted else names[1] if names else None
     if header.old is None or header.new is None:
         if old is None or new is None:
             where = f"{label}: line {header.line_no}"
             raise PatchFormatError(f"{where}: cannot tell which file the git header names")
-        if ext.moved:
-            return ext.names[0], ext.names[1]
-        return _strip_prefixes(old, new)
+        return moved or _strip_prefixes(old, new)
     at = f"{label}: corrupt patch at line"
     for side, want, got in (("old", old, header.old), ("new", new, header.new)):
         line = header.names_line + (side == "new")
@@ -592,9 +536,7 @@ def _git_sides(header: _Header, ext: _Extended, label: str) -> tuple[str, str]:
             )
         if want is not None and got != DEV_NULL and _p1(want) != _p1(got):
             raise PatchFormatError(f"{at} {line}: bad git-diff - inconsistent {side} filename")
-    if ext.moved:
-        return ext.names[0], ext.names[1]
-    return _strip_prefixes(header.old, header.new)
+    return moved or _strip_prefixes(header.old, header.new)
 
 
 def _p1(name: str) -> str:
@@ -625,21 +567,12 @@ def _strip_prefixes(source: str, target: str) -> tuple[str, str]:
     return source, target
 
 
-def _refuse_unsupported(header: _Header, where: str) -> None:
-    if header.binary:
-        raise PatchFormatError(f"{where}: binary patches are not supported")
-    for line in header.extended:  # "index 1234567..89abcde 120000": a symlink's change
-        if line.startswith("index ") and line.endswith((" 120000", " 160000")):
-            kind = (
-                "symlinks (mode 120000)" if line.endswith("120000") else "submodules (mode 160000)"
-            )
-            raise PatchFormatError(f"{where}: {kind} are not supported")
-
-
 def _git_names(header: _Header) -> tuple[str, str] | None:
     """The two paths of a ``diff --git a/P b/P`` line, when it names one file unambiguously."""
     names = header.git or ""
     if names.startswith('"'):
+        from compatkit.model.githeader import unquote
+
         left, sep, right = names[1:].partition('" ')
         return (unquote(f'"{left}"'), unquote(right)) if sep else None
     half = (len(names) - 1) // 2
@@ -655,7 +588,7 @@ def _sides(header: _Header, where: str) -> tuple[str, str]:
 
 
 def _kind(
-    header: _Header, ext: _Extended, hunks: list[Hunk], source: str, target: str, where: str
+    header: _Header, ext: Extended | None, hunks: list[Hunk], source: str, target: str, where: str
 ) -> FileKind:
     if source == DEV_NULL and target == DEV_NULL:
         raise PatchFormatError(f"{where}: both sides are /dev/null")
@@ -665,7 +598,7 @@ def _kind(
         kind = "delete"
     else:
         kind = "modify"
-    if (ext.new and kind != "create") or (ext.deleted and kind != "delete"):
+    if ext and ((ext.new and kind != "create") or (ext.deleted and kind != "delete")):
         raise PatchFormatError(f"{where}: its git header and its '---'/'+++' lines disagree")
     if kind == "create" and any(h.old_len for h in hunks):
         raise PatchFormatError(f"{where}: new file depends on old contents")
