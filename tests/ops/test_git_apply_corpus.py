@@ -307,6 +307,10 @@ def test_compatkit_leaves_the_tree_git_apply_leaves(
         return
     assert code == 0, err
     assert _read(venv.site) == want
+    code, out, err = run_cli(capsys, *base, "verify", "g")  # bytes and modes, derived again
+    assert code == 0, out + err
+    code, out, err = run_cli(capsys, *base, "status", "g", "--json")
+    assert code == 0 and '"status": "applied"' in out and "drifted" not in out, out + err
     code, _, err = run_cli(capsys, *base, "revert", "g")
     assert code == 0, err
     assert _read(venv.site) == before
