@@ -285,3 +285,20 @@ def test_a_rename_the_new_version_cannot_take_is_a_conflict(
     old = {"demo/util.py": DEMO_FILES["demo/util.py"], "demo/tools.py": None}
     (port,) = port_series([("patch-5", parse_diff(body, "p"))], old, {**old, **new})
     assert port.status is PortState.CONFLICT and port.detail == f"demo/tools.py: {reason}"
+
+
+def test_a_file_in_two_sections_of_one_patch_keeps_both_changes() -> None:
+    """Each section is ported on what the one before it wrote. Before: the ported diff held
+    one before/after pair per path, the last section's, and the first change was lost."""
+    sections = "".join(
+        f"diff --git a/demo/util.py b/demo/util.py\n--- a/demo/util.py\n+++ b/demo/util.py\n"
+        f"@@ -{n},3 +{n},3 @@\n line{n - 1} = {n - 1}\n-line{n} = {n}\n+line{n} = 'x'\n"
+        f" line{n + 1} = {n + 1}\n"
+        for n in (5, 30)
+    )
+    old = {"demo/util.py": DEMO_FILES["demo/util.py"]}
+    new = {"demo/util.py": b"# moved\n" + DEMO_FILES["demo/util.py"]}
+    (port,) = port_series([("p", parse_diff(sections, "p"))], old, new)
+    result = apply_series(new, [("p", parse_diff(port.diff(), "p"))]).contents["demo/util.py"]
+    assert result is not None
+    assert b"line5 = 'x'\n" in result and b"line30 = 'x'\n" in result
