@@ -110,3 +110,59 @@ def test_bundled_patchsets_pass_the_static_checks(capsys: pytest.CaptureFixture[
 def test_pre_commit_hook_is_declared() -> None:
     text = (ROOT / ".pre-commit-hooks.yaml").read_text()
     assert "- id: compatkit-lint" in text and "entry: compatkit lint" in text
+
+
+def test_every_toml_and_series_problem_is_listed_at_once(
+    tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """patchset.toml's target, constraints and series, and the patches' Needs and
+    Smoke-Needs, each wrong in its own way: one line each, all in one run, exit 1."""
+    needs_later = PATCH_GREET.replace(
+        "Smoke-Test:", "Needs: patch-2\nSmoke-Needs: patch-9\nSmoke-Test:"
+    )
+    root = write_patchset(
+        tmp_path / "ps", patches={"0001.patch": needs_later, "0002.patch": PATCH_UTIL}
+    )
+    (tmp_path / "outside.patch").write_text(PATCH_UTIL)
+    toml = (root / "patchset.toml").read_text()
+    toml = toml.replace('specifier = "==1.0"', 'specifier = "=>1.0"')
+    toml = toml.replace("requires = []", 'requires = ["demo>=="]')
+    toml = toml.replace(
+        'series = ["patches/0001.patch", "patches/0002.patch"]',
+        'series = ["patches/0001.patch", "patches/0002.patch", "patches/gone.patch", '
+        '"../outside.patch"]',
+    )
+    toml += (
+        '\n[[constraints]]\npin = "numpy<<2"\nrationale = "r"\ncolour = "red"\n'
+        '\n[[constraints]]\npin = "a\\nb"\nrationale = "two lines"\n'
+    )
+    (root / "patchset.toml").write_text(toml)
+    code, out, err = lint(capsys, tmp_path / "ps", "--offline", "--json")
+    assert code == 1, out + err
+    problems = json.loads(out)["patchsets"][0]["problems"]
+    expected = [
+        "bad specifier: Invalid specifier: '=>1.0'",
+        "bad requirement 'demo>==': ",  # packaging's reason follows
+        "bad constraint 'numpy<<2': ",
+        "unknown key 'colour' in constraints #1 (known: pin, rationale)",
+        "[constraints #2] 'pin' must be one line",
+        "series entry 'patches/gone.patch' does not exist",
+        "series entry '../outside.patch' leaves the patchset directory",
+        "patch-1: Smoke-Needs names 'patch-9', not another patch",
+        "patch-1: Needs names 'patch-2', a later patch (a need comes earlier in the series)",
+    ]
+    for text in expected:
+        assert any(p.startswith(text) for p in problems), (text, problems)
+    assert len(problems) == len(expected), problems
+    assert not [p for p in problems if "\n" in p]  # before: packaging's lines pointing at a column
+
+
+def test_constraints_that_are_not_tables(
+    tmp_path: Path, wheels: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_patchset(tmp_path / "ps")
+    (root / "patchset.toml").write_text("constraints = 3\n" + (root / "patchset.toml").read_text())
+    code, out, _ = lint(capsys, tmp_path / "ps", "--offline", "--json")
+    assert code == 1
+    problems = json.loads(out)["patchsets"][0]["problems"]
+    assert problems == ["'constraints' must be an array of tables ([[constraints]])"], problems

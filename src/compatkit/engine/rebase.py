@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from merge3 import Merge3
 
-from compatkit.engine.difftext import diff_files, file_diff
+from compatkit.engine.difftext import file_diff
 from compatkit.engine.hunks import HunkMismatch, apply_file, apply_section
 from compatkit.model.diff import FileDiff
 from compatkit.model.results import PortState
@@ -55,10 +55,9 @@ class FilePort(Value):
         """The ported section as a diff: its hunks from ``before`` to ``after``, and the git
         header lines of the section it ports (rename, copy, modes)."""
         fd = self.section
-        if fd is None:
-            return diff_files({self.path: (self.before, self.after)})
-        moved = (fd.kind, fd.source) if fd.source is not None else None
-        return file_diff(self.path, self.before, self.after, moved=moved, modes=fd.modes)
+        moved = (fd.kind, fd.source) if fd is not None and fd.source is not None else None
+        modes = fd.modes if fd is not None else (None, None)
+        return file_diff(self.path, self.before, self.after, moved=moved, modes=modes)
 
 
 class PatchPort(Value):

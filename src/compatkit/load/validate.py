@@ -300,6 +300,11 @@ def _series(checked: Checked, digest: Hash, deep: bool) -> None:
         checked.problems.append(f"duplicate patch id {dup}")
 
 
+def _first_line(exc: Exception) -> str:
+    """packaging's reason without the lines that point at the column (a problem is one line)."""
+    return str(exc).splitlines()[0]
+
+
 def _deep(checked: Checked) -> None:
     """What loading leaves for first use: specifier and requirements parse; series not empty."""
     from packaging.requirements import InvalidRequirement, Requirement
@@ -310,17 +315,17 @@ def _deep(checked: Checked) -> None:
         try:
             SpecifierSet(specifier)
         except InvalidSpecifier as exc:
-            checked.problems.append(f"bad specifier: {exc}")
+            checked.problems.append(f"bad specifier: {_first_line(exc)}")
     for req in checked.target.get("requires", []) or []:  # type: ignore[attr-defined]
         try:
             Requirement(str(req))
         except InvalidRequirement as exc:
-            checked.problems.append(f"bad requirement {req!r}: {exc}")
+            checked.problems.append(f"bad requirement {req!r}: {_first_line(exc)}")
     for pin, _ in checked.constraints:
         try:
             Requirement(pin)
         except InvalidRequirement as exc:
-            checked.problems.append(f"bad constraint {pin!r}: {exc}")
+            checked.problems.append(f"bad constraint {pin!r}: {_first_line(exc)}")
     if not checked.series and not any("series" in p for p in checked.problems):
         checked.problems.append("the series is empty")
     ids = {p.id for p in checked.patches}
