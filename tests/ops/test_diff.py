@@ -165,3 +165,49 @@ def test_a_cache_copy_edited_through_a_hardlink_is_not_trusted(
     # with the real wheel at hand the same edit works
     code, _, err = run_cli(capsys, "diff", "demo", *made, *args, "--wheel-dir", str(wheels))
     assert code == 0, err
+
+
+def _refused(demo: Demo, name: str, patch_id: str) -> tuple[int, str]:
+    """diff into ``name`` refused before anything is read or written: (exit code, message)."""
+    before = (demo.venv.snapshot(), sorted(p for p in demo.patchsets.rglob("*")))
+    code, out, err = _diff(demo, "--patchset", name, "--id", patch_id)
+    assert code != 0 and out == "", out
+    assert (demo.venv.snapshot(), sorted(p for p in demo.patchsets.rglob("*"))) == before
+    (line,) = err.strip().splitlines()
+    return code, line
+
+
+def test_diff_into_a_patchset_that_already_has_the_id(demo: Demo) -> None:
+    assert _refused(demo, "demo-fix", "patch-1") == (
+        2,
+        "compatkit: error: demo-fix already has a patch patch-1",
+    )
+
+
+def test_diff_into_a_patchset_of_another_distribution(demo: Demo) -> None:
+    from helpers import write_patchset
+
+    write_patchset(demo.patchsets, "other", distribution="otherlib")
+    assert _refused(demo, "other", "patch-9") == (
+        2,
+        "compatkit: error: other targets otherlib, not demo",
+    )
+
+
+def test_diff_into_a_patchset_changed_since_it_was_applied(demo: Demo) -> None:
+    assert demo.run("apply", "demo-fix")[0] == 0
+    toml = demo.patchsets / "demo-fix/patchset.toml"
+    toml.write_text(toml.read_text().replace('version = "1.0.0"', 'version = "1.0.1"'))
+    assert _refused(demo, "demo-fix", "patch-9") == (
+        1,
+        "compatkit: error: demo-fix changed since it was applied; run 'compatkit apply demo-fix'",
+    )
+
+
+def test_diff_into_an_applied_patchset_whose_folder_is_gone(demo: Demo, tmp_path: Path) -> None:
+    assert demo.run("apply", "demo-fix")[0] == 0
+    (demo.patchsets / "demo-fix").rename(tmp_path / "moved-away")
+    assert _refused(demo, "demo-fix", "patch-9") == (
+        1,
+        "compatkit: error: demo-fix is applied here but its patchset directory is gone",
+    )
