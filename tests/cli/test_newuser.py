@@ -203,7 +203,7 @@ def test_piped_list_keeps_every_patchset_name_whole() -> None:
 def test_terminal_tables_never_split_a_name(width: int) -> None:
     from rich.console import Console
 
-    from compatkit.cli.commands.status import list_patchsets
+    from compatkit.cli.commands.listing import list_patchsets
     from compatkit.load.registry import Registry
     from compatkit.ops.status import listing
 
