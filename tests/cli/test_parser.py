@@ -246,6 +246,9 @@ def test_an_abbreviated_global_option_before_the_command_is_not_a_crash() -> Non
         message = exc.value.message
         assert exc.value.code == 2 and "\n" not in message, message
         assert flag in message or "unknown command" in message, message
+        # built with the named command's parser only, the list is still every command's
+        listed = message.split("choose from ", 1)[-1].split(" (see")[0].split(", ")
+        assert "unknown command" not in message or listed == [c for c in COMMANDS if c[0] != "_"]
     ns = parser.parse(["--python", "x", "status"], COMMANDS)
     assert ns is not None and ns.command == "status" and ns.python == "x"
     ns = parser.parse(["--patchset-dir", "d", "list"], COMMANDS)

@@ -36,6 +36,7 @@ DESCRIPTION = (
 class _Parser(argparse.ArgumentParser):
     command: str | None = None  # the top parser: the command named on the line, if known
     verb: str | None = None  # and its sub-verb (runtime's, matrix's, fleet's), once read
+    names: Sequence[str] = ()  # every command, where the parser was built with one only
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # no prefixes: `verify --all` is not `verify --allow-empty`, and a flag added later
@@ -50,7 +51,7 @@ class _Parser(argparse.ArgumentParser):
             command = self.command  # the top parser finds a subcommand's unknown options
             named = " ".join(n for n in (command, self.verb) if n)
             where = f"compatkit {named}" if named else where
-        text = f"{_friendlier(message)} (see '{where} --help')"
+        text = f"{_friendlier(message, self.names)} (see '{where} --help')"
         sys.stderr.write(f"compatkit: error: {text}\n")
         raise UsageExit(text, command)
 
@@ -63,15 +64,18 @@ class UsageExit(SystemExit):
         self.message, self.command = message, command
 
 
-def _friendlier(message: str) -> str:
-    """argparse's "invalid choice" line without hidden commands, and with a "did you mean"."""
+def _friendlier(message: str, names: Sequence[str] = ()) -> str:
+    """argparse's "invalid choice" line without hidden commands, and with a "did you mean";
+    ``names``: the commands to list (argparse knows only those it was given)."""
     import re
 
     match = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
     if not match:
         return message
     what, given, listed = match.groups()
-    choices = [c.strip("' ") for c in listed.split(",") if not c.strip("' ").startswith("_")]
+    if what != "COMMAND" or not names:
+        names = [c.strip("' ") for c in listed.split(",")]
+    choices = [c for c in names if not c.startswith("_")]
     from difflib import get_close_matches
 
     close = get_close_matches(given, choices, n=1)
@@ -133,7 +137,7 @@ def parse(argv: list[str], commands: Commands) -> argparse.Namespace | None:
     name = _command_in(argv, commands, takes_value)
     argv, command_line = _split_command(argv, name)
     parser = build({name: commands[name]} if name else commands, {name} if name else (), top)
-    parser.command = name  # known: its unrecognized options point at its own --help
+    parser.command, parser.names = name, list(commands)  # named: its own --help, every name
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # as parse_args, but the help it points at is the sub-verb's, if any
         parser.verb = getattr(args, "action", None)
