@@ -136,13 +136,12 @@ def add_arguments(parser: ArgumentParser) -> None:
         )
         if name == "apply":
             options.force(
-                sub, "apply: as apply --force (a version mismatch, files that differ from RECORD)"
+                sub, "as apply --force (a version mismatch, files that differ from RECORD)"
             )
             sub.add_argument(
                 "--keep-going",
                 action="store_true",
-                help="apply: keep it on the nodes it reached when another node fails (default: "
-                "revert)",
+                help="keep it on the nodes it reached when another node fails (default: revert)",
             )
         else:
             sub.set_defaults(force=False, keep_going=False)

@@ -32,7 +32,7 @@ RESULTS = Path("build/matrix")  # where run writes a cell's result and report re
 def add_arguments(parser: ArgumentParser) -> None:
     verbs = options.sub_verbs(parser)
     cell = options.verb(verbs, "run", "run one cell of the matrix and compare it with matrix.toml")
-    cell.add_argument("cell", help="the cell id (for run)")
+    cell.add_argument("cell", help="the cell id")
     _matrix(cell)
     cell.add_argument(
         "--smoke-not-run",

@@ -26,12 +26,12 @@ def add_arguments(parser: ArgumentParser) -> None:
     install = options.verb(
         verbs, "install", "write a runtime hook that applies the patchsets at import time"
     )
-    options.patchset(install, "+", "install: the patchsets to apply at import time")
+    options.patchset(install, "+", "the patchsets to apply at import time")
     _dir(install)
     install.add_argument(
         "--pth",
         action="store_true",
-        help="install: start it from a .pth (and PEP 829 .start) file in site-packages",
+        help="start it from a .pth (and PEP 829 .start) file in site-packages",
     )
     for name, summary in (
         ("uninstall", "remove the runtime hook in --dir"),
@@ -46,10 +46,7 @@ def _dir(parser: ArgumentParser) -> None:
         "--dir",
         required=True,
         type=Path,
-        help=(
-            "the runtime directory (status: each patch's state in it; verify: exit 1 "
-            "unless the hook serves every patch)"
-        ),
+        help="the runtime directory",
     )
 
 
