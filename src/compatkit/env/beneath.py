@@ -240,6 +240,16 @@ class Tree:
         except FileNotFoundError:
             return None
 
+    def sha256(self, relpath: str) -> bytes | None:
+        """The SHA-256 digest of the regular file ``relpath``, streamed
+        (:func:`compatkit.bounded.sha256`: memory does not grow with its size), None if it is
+        missing; a link as its last name is refused, as :meth:`read` refuses it."""
+        try:
+            fd, name = self.at(relpath)
+            return bounded.sha256(name, dir_fd=fd, follow=False, where=self.full(relpath))
+        except FileNotFoundError:
+            return None
+
     def sync(self) -> None:
         """Flush the file system holding the root (one syncfs instead of an fsync per file)."""
         import ctypes  # only a commit or a rollback needs it

@@ -195,6 +195,12 @@ class Folder:
         ``limit`` is never read: :class:`compatkit.bounded.Refused`, one line, exit 1."""
         return self.tree.read(relpath, limit)
 
+    def sha256(self, relpath: str) -> str | None:
+        """The hex SHA-256 of ``relpath``, streamed (memory does not grow with its size), or
+        None if it is not there; a link or a special file: :class:`compatkit.bounded.Refused`."""
+        digest = self.tree.sha256(relpath)
+        return None if digest is None else digest.hex()
+
     def lstat(self, relpath: str) -> os.stat_result:
         st = self.tree.lstat(relpath)
         if st is None:
