@@ -86,13 +86,23 @@ def split_lines(data: bytes) -> list[Line]:
     return lines
 
 
+JOIN_BATCH = 4096  # lines joined at a time: never a second string per line of the file
+
+
 def join_lines(lines: Sequence[Line]) -> bytes:
-    return "".join([c + e for c, e in lines]).encode("utf-8", "surrogateescape")
+    """The file's bytes. Joined a batch of lines at a time: a line's text and its ending
+    made one string each for the whole file at once doubled what the file costs in memory
+    (a string per line again), for a file of short lines several times its size."""
+    pieces = [
+        "".join([c + e for c, e in lines[i : i + JOIN_BATCH]])
+        for i in range(0, len(lines), JOIN_BATCH)
+    ]
+    return "".join(pieces).encode("utf-8", "surrogateescape")
 
 
 def dominant_eol(lines: Sequence[Line]) -> str:
-    eols = [e for _, e in lines]
-    return "\r\n" if eols.count("\r\n") > eols.count("\n") else "\n"
+    crlf = sum(e == "\r\n" for _, e in lines)  # no list of the file's line endings
+    return "\r\n" if crlf > len(lines) - crlf - (bool(lines) and lines[-1][1] == "") else "\n"
 
 
 def _matches(lines: Sequence[Line], pos: int, hunk: Hunk) -> bool:
