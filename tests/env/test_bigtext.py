@@ -52,8 +52,9 @@ def test_a_module_under_the_bound_is_patched_in_bounded_memory(demo: Demo) -> No
     where = ["--patchset-dir", str(demo.patchsets)]
     for args in (["status"], ["apply", "demo-fix"], ["verify", "demo-fix"], ["revert", "demo-fix"]):
         rc, peak = peak_rss(demo.venv.python, *where, *args)
-        # 245 MiB: the file joined back with a string per line at once took 263 MiB
-        assert rc == 0 and peak < 245 * MIB, (args, rc, peak)
+        # the engine holds a file as its bytes and its line starts (8 bytes a line): 56-81 MB
+        # here; as a list of (text, ending) tuples it took 263-276 MB
+        assert rc == 0 and peak < 128 * MIB, (args, rc, peak)
     assert util.read_bytes() == body
 
 
