@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from compatkit.errors import CompatkitError
-from compatkit.model.diff import FileDiff, Hunk, shown
+from compatkit.model.diff import FileDiff, Hunk
+from compatkit.model.paths import shown
 from compatkit.value import Value
 
 Line = tuple[str, str]  # (content, eol) with eol in {"\n", "\r\n", ""}
