@@ -36,7 +36,7 @@ SHARED = {
     "compatkit.load.registry", "compatkit.load.trust", "compatkit.model",
     "compatkit.model.answers", "compatkit.model.journal",
     "compatkit.model.names", "compatkit.model.ownership",
-    "compatkit.model.paths", "compatkit.model.records", "compatkit.model.results",
+    "compatkit.model.paths", "compatkit.model.records", "compatkit.model.action",
     "compatkit.model.startup_code", "compatkit.ops",
     # issue 46: every write through folder descriptors (beneath.Tree), another user's
     # environment refused (owners); issue 47: the rollback checks out of txn (diskcheck)
@@ -91,9 +91,11 @@ ALLOWED = {
 # never on either path: packaging.utils and what its packaging.tags imports (compatkit.model.names
 # normalizes names), the rich console, the modules only other commands need, and shutil (with
 # zlib, bz2 and lzma): argparse asks it for the terminal's width only when help is formatted
-# (cli.parser's formatter, issue 48)
+# (cli.parser's formatter, issue 48); model.results, whose enums cost an import their building
+# (Action, all that apply and revert report, is in model.action)
 NEVER = (
     "shutil", "zlib", "bz2", "lzma",
+    "compatkit.model.results",  # the reported states' enums: apply and revert's is model.action
     "packaging.utils", "packaging.tags", "packaging.requirements", "packaging.markers",
     "logging", "platform", "subprocess", "sysconfig", "threading", "rich",
     "textwrap", "tomllib", "tomli", "email", "dataclasses", "inspect", "tempfile", "zipfile",
