@@ -19,8 +19,8 @@ WIDTH = "90"  # the columns argparse formats usage lines for
 
 
 def full_parser() -> argparse.ArgumentParser:
-    """compatkit's full parser: every command, with every option."""
-    from compatkit.cli.parser import build_parser
+    """compatkit's full parser: every command and sub-verb, with every option."""
+    from compatkit.cli.main import build_parser
 
     return build_parser()
 

@@ -123,7 +123,7 @@ def test_internal_error_exit_3(
     def boom(*_: object) -> None:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr("compatkit.cli.commands.status.list_patchsets", boom)
+    monkeypatch.setattr("compatkit.cli.commands.listing.list_patchsets", boom)
     code, _, err = run_cli(capsys, "list")
     assert code == 3 and "This is a bug; please report it" in err and "Traceback" not in err
 
@@ -134,7 +134,7 @@ def test_interrupt_exit_130(
     def stop(*_: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("compatkit.cli.commands.status.list_patchsets", stop)
+    monkeypatch.setattr("compatkit.cli.commands.listing.list_patchsets", stop)
     assert run_cli(capsys, "list")[0] == 130
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_parser import leaves
 
-from compatkit.cli import parser, table
-from compatkit.cli.main import main
+from compatkit.cli import parser
+from compatkit.cli.main import COMMANDS, build_parser, main
 
 # (the old command line, the flag the error names)
 OLD = [
@@ -58,7 +59,7 @@ NEW = [
     (["wheel", "p", "-o", "d", "--overwrite"], {"output": "d", "overwrite": True}),
     (["wheel", "p", "--output", "d"], {"output": "d", "overwrite": False}),
     (["prove", "p", "-o", "r"], {"output": "r"}),
-    (["matrix", "run", "c1", "--results", "r"], {"output": None, "results": "r"}),
+    (["matrix", "run", "c1", "--results", "r"], {"results": "r"}),
     (["matrix", "report", "--results", "r", "-o", "c.md"], {"output": "c.md", "results": "r"}),
     (["rebase", "p", "--target", "d==2", "-o", "x"], {"target": "d==2", "output": "x"}),
     (["upstream", "p", "--target", "d==2"], {"target": "d==2"}),
@@ -70,7 +71,7 @@ NEW = [
     ("argv", "expected"), NEW, ids=lambda v: " ".join(v) if isinstance(v, list) else ""
 )
 def test_the_new_flags_reach_the_command(argv: list[str], expected: dict[str, object]) -> None:
-    ns = parser.parse(argv)
+    ns = parser.parse(argv, COMMANDS)
     assert ns is not None
     found = {k: getattr(ns, k) for k in expected}
     assert {
@@ -81,13 +82,11 @@ def test_the_new_flags_reach_the_command(argv: list[str], expected: dict[str, ob
 FETCHES = ("lint", "wheel", "diff", "rebase", "upstream")
 
 
-def test_one_meaning_per_flag_in_the_table() -> None:
+def test_one_meaning_per_flag() -> None:
     """Every output is -o/--output; every command that fetches a wheel takes --wheel-dir and
     --offline; --force is never about an output; a target release is --target."""
-    flags = {
-        name: {f for o in command["options"] for f in o["flags"]}
-        for name, command in table.COMMANDS.items()
-    }
+    actions = {" ".join(path): sub._actions for path, sub in leaves()}
+    flags = {name: {f for a in have for f in a.option_strings} for name, have in actions.items()}
     for name, have in flags.items():
         assert not have & {"--out-dir", "--report", "--into", "--docs", "--to", "--against"}, name
         assert ("--wheel-dir" in have) == ("--offline" in have) == (name in FETCHES), name
@@ -95,8 +94,8 @@ def test_one_meaning_per_flag_in_the_table() -> None:
             assert "--output" in have, name
     for name in ("rebase", "upstream"):
         assert "--target" in flags[name]
-    forces = [o for c in table.COMMANDS.values() for o in c["options"] if "--force" in o["flags"]]
-    assert forces and all("replace" not in str(o.get("help")) for o in forces)
+    forces = [a for have in actions.values() for a in have if "--force" in a.option_strings]
+    assert len(forces) == 4 and all("replace" not in str(a.help) for a in forces)
 
 
 def test_completion_offers_the_new_flags_only(capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,17 +113,33 @@ def test_completion_offers_the_new_flags_only(capsys: pytest.CaptureFixture[str]
 def test_dash_o_is_a_file_or_a_folder_and_its_help_says_which() -> None:
     """Issue 47: ``-o`` means one kind of thing per command (matrix run's folder is
     ``--results``, the folder matrix report reads), and its help names it."""
-    import argparse
-
-    from compatkit.cli.parser import build_parser
-
-    top = build_parser()
-    (commands,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
     seen = {}
-    for name, sub in commands.choices.items():
+    for path, sub in leaves(build_parser()):
+        name = path[0]
         for action in sub._actions:
             if "-o" in action.option_strings:
                 word = {"FILE": "file", "DIR": "folder"}.get(str(action.metavar))
                 assert word is not None and word in str(action.help), (name, action.help)
                 seen[name] = action.metavar
     assert seen["matrix"] == "FILE" and seen["wheel"] == "DIR" and seen["sbom"] == "FILE"
+
+
+def test_completion_comes_from_the_real_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 47: the script is shtab's reading of the parser the commands build (each
+    module's add_arguments), sub-verbs included: every option of every command and sub-verb
+    completes for it, and a sub-verb offers only its own (runtime status: no --pth)."""
+    code, script, _ = _usage(capsys, ["completion", "bash"])
+    assert code == 0
+    offered = {
+        line.split("=", 1)[0]: set(line.split("=(", 1)[1].rstrip(")").split())
+        for line in script.splitlines()
+        if line.startswith("_shtab_compatkit_") and "_option_strings=(" in line
+    }
+    for path, sub in leaves(build_parser()):
+        if path[0].startswith("_"):  # hidden (_names): the scripts run it, nobody types it
+            continue
+        name = "_shtab_compatkit_" + "_".join(path) + "_option_strings"
+        assert offered[name] == {f for a in sub._actions for f in a.option_strings}, name
+    assert "--pth" in offered["_shtab_compatkit_runtime_install_option_strings"]
+    assert "--pth" not in offered["_shtab_compatkit_runtime_status_option_strings"]
+    assert "--keep-going" not in offered["_shtab_compatkit_fleet_verify_option_strings"]

@@ -1,21 +1,20 @@
-"""compatkit.cli.table, the one statement of every command and option, and the argparse parser
-built from it (compatkit.cli.parser): every argparse action comes from the table, every option of
-every command reaches argparse in each form a user types it, and a line that names a command
-(built with that command's subparser only) reads as the full parser reads it."""
+"""The argparse parser (compatkit.cli.parser, each command's ``add_arguments``): a line that
+names a command (built with that command's subparser only) reads as the full parser reads it,
+every option of every command and sub-verb reaches argparse in each form a user types it, and
+a sub-verb of ``runtime``, ``matrix`` or ``fleet`` takes only its own options."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import io
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from compatkit.cli import parser, table
-from compatkit.cli.parser import build_parser
+from compatkit.cli import parser
+from compatkit.cli.main import COMMANDS, build_parser, main
 
 PARSER = build_parser()
 
@@ -32,6 +31,20 @@ def _argparse(
     return None if ns.command is None else vars(ns)
 
 
+def _parse(args: list[str]) -> dict[str, object] | None:
+    """What compatkit's own reading gives (a named command's parser only), as _argparse."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            ns = parser.parse(args, COMMANDS)
+        except SystemExit:
+            return None
+    if ns is None:
+        return None
+    found = vars(ns)
+    assert found.pop("command_line") == []
+    return found
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -41,6 +54,7 @@ def _argparse(
         ["status", "a", "b", "--json"],
         ["--json", "runtime", "status", "--dir", "hook"],
         ["runtime", "verify", "--dir=hook"],
+        ["runtime", "--json", "install", "ps", "--dir", "hook", "--pth"],
         ["verify", "--allow-empty"],
         ["pristine", "vllm", "torch"],
         ["pristine", "--all", "-v"],
@@ -50,149 +64,173 @@ def _argparse(
         ["--python", "/venv/bin/python", "--patchset-dir", "a", "--patchset-dir", "b", "apply"],
         ["--python", "a", "status", "--python", "b"],
         ["--patchset-dir", "a", "status", "--patchset-dir", "b"],
+        ["--patchset-dir", "a", "matrix", "run", "c1", "--patchset-dir", "b"],
         ["revert", "ps", "--force", "--python=/venv", "--config", "pyproject.toml"],
         ["recover", "--discard", "demo"],
         ["explain", ""],
         ["explain", "--", "-x"],
         ["fleet", "verify", "ps", "--timeout", "5"],
+        ["fleet", "apply", "ps", "--keep-going", "--json"],
+        ["matrix", "report", "--results", "r", "-o", "c.md"],
     ],
 )
 def test_a_named_command_reads_as_the_full_parser_reads_it(args: list[str]) -> None:
-    ns = parser.parse(args)
-    assert ns is not None, args
-    found = vars(ns)
-    assert found.pop("command_line") == []
+    found = _parse(args)
+    assert found is not None, args
     assert found == _argparse(args), args
-    assert all(isinstance(p, Path) for p in ns.patchset_dir)
+    assert all(isinstance(p, Path) for p in found["patchset_dir"])  # type: ignore[attr-defined]
 
 
-# -- command lines generated from the table ---------------------------------------------------
+# -- command lines generated from the real parser -----------------------------------------------
 
 
-def _value(option: table.Option) -> str:
-    """A value the option accepts."""
-    if option.get("choices"):
-        return option["choices"][-1]
-    return "5" if option.get("type") == "seconds" else f"v-{table.dest(option)}"
+def _subparsers(p: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
-def _positionals(command: table.Command) -> list[str]:
-    """One value for each of the command's positionals (argparse accepts one for any nargs)."""
-    return [_value(o) for o in command["options"] if o["kind"] == "positional"]
+def leaves(
+    p: argparse.ArgumentParser = PARSER, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """(command path, its parser) for every command and sub-verb that takes no sub-verb."""
+    subs = _subparsers(p)
+    if path and not subs:
+        yield path, p
+    for name, sub in subs.items():
+        yield from leaves(sub, (*path, name))
 
 
-def _required(command: table.Command) -> list[str]:
-    return [a for o in command["options"] if o.get("required") for a in (o["flags"][-1], _value(o))]
+def _value(action: argparse.Action) -> str:
+    if action.choices:
+        return str(list(action.choices)[-1])
+    return "5" if action.dest == "timeout" else f"v-{action.dest}"
 
 
-def _forms(option: table.Option) -> Iterator[list[str]]:
+def _forms(action: argparse.Action) -> Iterator[list[str]]:
     """The option in each form a user may type it."""
-    for flag in option["flags"]:
-        if option["kind"] == "flag":
+    for flag in action.option_strings:
+        if action.nargs == 0:
             yield [flag]
-        elif option["kind"] in ("value", "repeat"):
-            yield [flag, _value(option)]
-            if flag.startswith("--"):
-                yield [f"{flag}={_value(option)}"]
-        if option["kind"] == "repeat":
-            yield [flag, _value(option), flag, "second"]
+            continue
+        yield [flag, _value(action)]
+        if flag.startswith("--"):
+            yield [f"{flag}={_value(action)}"]
+        if isinstance(action, argparse._AppendAction):
+            yield [flag, _value(action), flag, "second"]
 
 
-def generated_lines(names: list[str]) -> Iterator[tuple[list[str], str]]:
-    """(command line, the dest it sets) for every option of every command in each form, after
-    the positionals and before them, and every global option before and after the name."""
-    for name in names:
-        command = table.COMMANDS[name]
-        base, required = _positionals(command), _required(command)
-        for option in command["options"]:
-            if option["kind"] == "positional" or option.get("required"):
+def generated_lines() -> Iterator[tuple[list[str], str]]:
+    """(command line, the dest it sets) for every option of every command and sub-verb in each
+    form, after the positionals and before them; the global options also before the name."""
+    top = [a for a in PARSER._actions if a.option_strings and a.dest not in ("help", "version")]
+    for path, sub in leaves():
+        actions = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
+        base = [_value(a) for a in actions if not a.option_strings]
+        needed = [s for a in actions if a.required and a.option_strings for s in next(_forms(a))]
+        for action in actions:
+            if not action.option_strings or action.required:
                 continue
-            for form in _forms(option):
-                yield [name, *base, *form, *required], table.dest(option)
-                yield [name, *form, *required, *base], table.dest(option)
-        for option in table.GLOBALS:
-            for form in _forms(option):
-                yield [*form, name, *base, *required], table.dest(option)
-                yield [name, *base, *required, *form], table.dest(option)
-        yield [name, *base, *required], "command"
+            for form in _forms(action):
+                yield [*path, *base, *form, *needed], action.dest
+                yield [*path, *form, *needed, *base], action.dest
+        for action in top:
+            for form in _forms(action):
+                yield [*form, *path, *base, *needed], action.dest
+        yield [*path, *base, *needed], "command"
 
 
 def _set(namespace: dict[str, object] | None, dest: str) -> bool:
     """Whether the generated line gave ``dest`` a value (not the option's default)."""
     assert namespace is not None
     value = namespace[dest]
-    return value not in (None, False, []) and not str(value).startswith(("dist", "build/"))
+    return value not in (None, False, []) and not str(value).startswith(("dist", "matrix.toml"))
 
 
-ALL = list(table.COMMANDS)
+LINES = list(generated_lines())
 
 
-@pytest.mark.parametrize("args,dest", list(generated_lines(ALL)), ids=" ".join)
-def test_every_option_of_every_command_reaches_argparse_from_the_table(
-    args: list[str], dest: str
-) -> None:
-    found = _argparse(args)
+@pytest.mark.parametrize(
+    "args,dest", LINES, ids=lambda v: " ".join(v) if isinstance(v, list) else v
+)
+def test_every_option_of_every_command_reaches_argparse(args: list[str], dest: str) -> None:
+    found = _parse(args)
     assert found is not None, args
     assert _set(found, dest)
     assert found["command"] in args
+    assert found == _argparse(args), args
 
 
-# -- every argparse action comes from the table -------------------------------------------------
+def test_the_lines_cover_every_sub_verb_and_its_own_options() -> None:
+    paths = {" ".join(p) for p, _ in leaves()}
+    assert {"runtime install", "runtime status", "matrix jobs", "fleet apply", "apply"} <= paths
+    assert "runtime" not in paths and len(paths) == len(COMMANDS) - 3 + 4 + 3 + 4
+    dests = {(a[1] if a[0] in ("runtime", "matrix", "fleet") else "", d) for a, d in LINES}
+    assert ("install", "pth") in dests and ("apply", "keep_going") in dests
 
 
-def _actions(p: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in p._actions if not isinstance(a, argparse._HelpAction)]
+# -- each sub-verb its own options ----------------------------------------------------------
 
 
-def _stated(action: argparse.Action) -> tuple[object, ...]:
-    """What the user sees of an argparse action (or of a table option, below)."""
-    choices = list(action.choices) if action.choices else None
-    return (tuple(action.option_strings), action.dest, action.help, action.metavar, choices)
+def _help(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--help"])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
 
 
-def _from_table(option: table.Option) -> tuple[object, ...]:
-    strings = () if option["kind"] == "positional" else option["flags"]
-    choices = list(option["choices"]) if option.get("choices") else None
-    return (strings, table.dest(option), option.get("help"), option.get("metavar"), choices)
+def test_a_sub_verbs_help_shows_only_its_own_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 47: ``runtime status --help`` once offered ``--pth``, install's option."""
+    status = _help(capsys, "runtime", "status")
+    assert status.startswith("usage: compatkit runtime status ") and "--dir" in status
+    assert "--pth" not in status and "patchset [patchset" not in status
+    assert "--pth" in _help(capsys, "runtime", "install")
+    verify = _help(capsys, "fleet", "verify")
+    assert "--timeout" in verify and "--force" not in verify and "--keep-going" not in verify
+    assert "--force" in _help(capsys, "fleet", "apply")
+    jobs = _help(capsys, "matrix", "jobs")
+    assert "--matrix" in jobs and "--results" not in jobs and "--smoke-not-run" not in jobs
+    report = _help(capsys, "matrix", "report")
+    assert "--output" in report and "--smoke-not-run" not in report
+    assert "--output" not in _help(capsys, "matrix", "run")
+    top = _help(capsys, "runtime")
+    assert all(verb in top for verb in ("install", "uninstall", "status", "verify"))
 
 
-def test_every_argparse_action_of_every_command_comes_from_the_table() -> None:
-    """An option added to parser.py by hand, outside the table, fails here."""
-    full = build_parser()
-    top = [o for o in _actions(full) if not isinstance(o, argparse._SubParsersAction)]
-    assert [_stated(a) for a in top][1:] == [_from_table(o) for o in table.GLOBALS]
-    assert top[0].option_strings == ["--version"]
-    sub = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
-    assert list(sub.choices) == list(table.COMMANDS)
-    for name, command in table.COMMANDS.items():
-        built = [_stated(a) for a in _actions(sub.choices[name])]
-        assert built == [_from_table(o) for o in (*table.GLOBALS, *command["options"])], name
-    listed = [a.dest for a in sub._choices_actions]
-    assert listed == [n for n, c in table.COMMANDS.items() if not c.get("hidden")]
-
-
-def test_an_option_added_to_the_table_is_parsed_and_in_the_help(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["runtime", "status", "--pth", "--dir", "d"], "unrecognized arguments: --pth"),
+        (["runtime", "verify", "ps", "--dir", "d"], "unrecognized arguments: ps"),
+        (["runtime", "uninstall", "ps", "--dir", "d"], "unrecognized arguments: ps"),
+        (["runtime", "install", "--dir", "d"], "required: patchset"),
+        (["runtime", "status"], "required: --dir"),
+        (["runtime"], "required: action"),
+        (["runtime", "stat", "--dir", "d"], "unknown choice for action 'stat' (did you mean"),
+        (["matrix", "jobs", "--results", "r"], "unrecognized arguments: --results r"),
+        (["matrix", "run", "c1", "-o", "r"], "unrecognized arguments: -o r"),
+        (["matrix", "report", "--smoke-not-run", "x"], "unrecognized arguments: --smoke-not-run"),
+        (["matrix", "run"], "required: cell"),
+        (["fleet", "verify", "ps", "--keep-going"], "unrecognized arguments: --keep-going"),
+        (["fleet", "status", "ps", "--force"], "unrecognized arguments: --force"),
+        (["fleet", "apply", "ps", "--timeout", "nan"], "finite number of seconds"),
+    ],
+)
+def test_argparse_checks_which_option_goes_with_which_sub_verb(
+    capsys: pytest.CaptureFixture[str], argv: list[str], what: str
 ) -> None:
-    status = table.COMMANDS["status"]
-    since: table.Option = {
-        "flags": ("--since",),
-        "kind": "value",
-        "metavar": "WHEN",
-        "help": "only patches since WHEN",
-    }
-    deep: table.Option = {"flags": ("--deep",), "kind": "flag", "help": "look harder"}
-    grown: table.Command = {**status, "options": (*status["options"], since, deep)}
-    monkeypatch.setitem(table.COMMANDS, "status", grown)
-    ns = parser.parse(["status", "a", "--since", "yesterday", "--deep"])
-    assert ns is not None and ns.since == "yesterday" and ns.deep is True
-    ns = parser.parse(["status"])
-    assert ns is not None and ns.since is None and ns.deep is False
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        build_parser("status").parse_args(["status", "--help"])
-    assert re.search(r"\n  --since WHEN +only patches since WHEN\n", out.getvalue())
-    assert "--deep" in out.getvalue()
+    """One line, exit 2 (docs/reference/exit-codes.md), pointing at the sub-verb's help."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("compatkit: error: ") and what in err, err
+    verbs = ("install", "uninstall", "status", "verify", "run", "report", "jobs", "apply")
+    verb = [a for a in argv[1:2] if a in verbs]
+    assert f"(see '{' '.join(['compatkit', argv[0], *verb])} --help')" in err, err
 
 
 def test_an_abbreviated_global_option_before_the_command_is_not_a_crash() -> None:
@@ -204,21 +242,24 @@ def test_an_abbreviated_global_option_before_the_command_is_not_a_crash() -> Non
         (["--patchset", "d", "list"], "--patchset"),
     ):
         with pytest.raises(parser.UsageExit) as exc:
-            parser.parse(argv)
+            parser.parse(argv, COMMANDS)
         message = exc.value.message
         assert exc.value.code == 2 and "\n" not in message, message
         assert flag in message or "unknown command" in message, message
-    ns = parser.parse(["--python", "x", "status"])
+        # built with the named command's parser only, the list is still every command's
+        listed = message.split("choose from ", 1)[-1].split(" (see")[0].split(", ")
+        assert "unknown command" not in message or listed == [c for c in COMMANDS if c[0] != "_"]
+    ns = parser.parse(["--python", "x", "status"], COMMANDS)
     assert ns is not None and ns.command == "status" and ns.python == "x"
-    ns = parser.parse(["--patchset-dir", "d", "list"])
+    ns = parser.parse(["--patchset-dir", "d", "list"], COMMANDS)
     assert ns is not None and ns.command == "list" and ns.patchset_dir == [Path("d")]
 
 
-def _help(argv: list[str], monkeypatch: pytest.MonkeyPatch, columns: int) -> str:
+def _help_at(argv: list[str], monkeypatch: pytest.MonkeyPatch, columns: int) -> str:
     monkeypatch.setenv("COLUMNS", str(columns))
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        build_parser(argv[0] if argv[0] in table.COMMANDS else None).parse_args(argv)
+        parser.parse(argv, COMMANDS)
     return out.getvalue()
 
 
@@ -229,7 +270,7 @@ def test_help_is_wrapped_to_the_terminal_width_when_it_is_printed(
     """The formatter is set up when it first formats text (argparse makes one per
     ``add_argument`` without formatting anything, issue 48): the help still asks for the
     terminal's width then, and a subcommand's usage still names it."""
-    narrow, wide = _help(argv, monkeypatch, 50), _help(argv, monkeypatch, 200)
+    narrow, wide = _help_at(argv, monkeypatch, 50), _help_at(argv, monkeypatch, 200)
     assert max(map(len, narrow.splitlines())) <= 50 < max(map(len, wide.splitlines()))
     prog = " ".join(["compatkit", *argv[:-1]])
     assert narrow.startswith(f"usage: {prog} [-h]"), narrow[:80]

@@ -48,6 +48,11 @@ def test_the_command_reference_shows_every_command_and_option() -> None:
         assert f"`{flag}" in page, flag
     runtime = page.split("(cli-runtime)=", 1)[1].split("\n(cli-fleet", 1)[0]
     assert "`compatkit runtime`" in runtime and "install" in runtime  # a sub-verb
+    # issue 47: each sub-verb is a parser of its own, with a section of its own
+    assert {"runtime install", "runtime status", "matrix jobs", "fleet apply"} <= set(paths)
+    status = page.split("(cli-runtime-status)=", 1)[1].split("\n(cli-", 1)[0]
+    install = page.split("(cli-runtime-install)=", 1)[1].split("\n(cli-", 1)[0]
+    assert "`--dir" in status and "--pth" not in status and "`--pth" in install
 
 
 def test_the_reference_check_finds_a_missing_flag_or_command() -> None:
@@ -60,6 +65,9 @@ def test_the_reference_check_finds_a_missing_flag_or_command() -> None:
     start = page.index("(cli-revert)=")
     without = page[:start] + page[page.index("\n(cli-", start + 1) :]
     assert cli.missing(without, parser) == ["compatkit revert"]
+    assert cli.missing(page.replace("--pth", "--p-t-h"), parser) == [
+        "compatkit runtime install --pth"
+    ]
     # a command (with a sub-verb of its own) the page was not generated for
     subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     extra = subs.add_parser("frobnicate", help="a command the page never saw")

@@ -400,15 +400,20 @@ def env_imports_in(folder: Path) -> list[str]:
     ]
 
 
-def test_every_command_module_exports_run() -> None:
-    """One command protocol: the table names a module for every command, and it has run()."""
+def test_every_command_module_exports_add_arguments_and_run() -> None:
+    """One command protocol, one file per command (issue 47): compatkit.cli.main names a
+    module for every command, and it has add_arguments(parser) and run(args, ctx); every
+    module of cli/commands is one command's."""
     import importlib
 
-    from compatkit.cli import table
+    from compatkit.cli.main import COMMANDS
 
-    for name in table.COMMANDS:
-        module = importlib.import_module(table.module(name))
+    for name, (module_name, _) in COMMANDS.items():
+        module = importlib.import_module(f"compatkit.cli.commands.{module_name}")
+        assert callable(getattr(module, "add_arguments", None)), name
         assert callable(getattr(module, "run", None)), name
+    files = {p.stem for p in (SRC / "compatkit" / "cli" / "commands").glob("*.py")}
+    assert files - {"__init__"} == {m for m, _ in COMMANDS.values()}
 
 
 def dataclass_imports(folder: Path) -> list[str]:

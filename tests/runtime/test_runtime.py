@@ -341,14 +341,17 @@ def test_bad_input_is_one_line_with_a_documented_exit_code(demo: Demo, tmp_path:
         (["exec", "demo-fix", "--", str(tmp_path / "no-such-command")], 127, "cannot run"),
         (["exec", "demo-fix", "demo-fix", "--", "true"], 2, "a patchset is named twice"),
         (["runtime", "uninstall", "--dir", str(tmp_path)], 2, "holds no compatkit runtime"),
-        (["runtime", "install", "--dir", str(tmp_path / "x")], 2, "needs at least one patchset"),
-        (["runtime", "verify", "demo-fix", "--dir", str(tmp_path)], 2, "name none"),
-        (["runtime", "status", "demo-fix", "--dir", str(tmp_path)], 2, "name none"),
-        (["runtime", "status", "--pth", "--dir", str(tmp_path)], 2, "name none"),
+        (["runtime", "install", "--dir", str(tmp_path / "x")], 2, "required: patchset"),
+        (["runtime", "verify", "demo-fix", "--dir", str(tmp_path)], 2, "unrecognized arg"),
+        (["runtime", "status", "demo-fix", "--dir", str(tmp_path)], 2, "unrecognized arg"),
+        (["runtime", "status", "--pth", "--dir", str(tmp_path)], 2, "unrecognized arg"),
         (["runtime", "verify", "--dir", str(tmp_path)], 2, "holds no compatkit runtime"),
     ]
     for args, expected, text in cases:
-        code, _, err = demo.run(*args)
+        try:
+            code, _, err = demo.run(*args)
+        except SystemExit as exc:  # argparse's usage errors (issue 47: one parser per sub-verb)
+            code, err = int(str(exc.code)), demo.capsys.readouterr().err
         assert (code, len(err.strip().splitlines())) == (expected, 1), (args, err)
         assert text in err, (args, err)
     assert demo.run("exec", "demo-fix", "--", sys.executable, "-c", "raise SystemExit(7)")[0] == 7

@@ -1,27 +1,31 @@
-"""The command line, with argparse: every command and option, help, usage errors.
+"""The command line, with argparse: help, usage errors, and the parser of the commands named.
 
-Every command and option comes from compatkit.cli.table. A command line that names a known
-command gets only that command's subparser (the others are names argparse knows, for its
-"invalid choice" list); help, a usage error before the command and shell completion get the
-full parser.
+Each command adds its own arguments (``add_arguments(parser)`` in its module of
+compatkit.cli.commands; compatkit.cli.main maps the names to the modules). A command line that
+names a known command imports that command's module only and gets its subparser only; help
+and a usage error before the command get every command's name and summary, none of their
+arguments; shell completion and the docs' reference get the full parser
+(compatkit.cli.main.build_parser).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Collection, Mapping, Sequence
+from importlib import import_module
 
 from compatkit import __version__
-from compatkit.cli import table
+from compatkit.cli.options import add_globals
 from compatkit.errors import EXIT_USAGE
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Any
+
+# each command: its module in compatkit.cli.commands, and its summary (None: hidden)
+Commands = Mapping[str, tuple[str, "str | None"]]
 
 DESCRIPTION = (
     "Versioned, explained, tested patches for the Python packages you have installed: apply "
@@ -48,6 +52,8 @@ class _Formatter(argparse.HelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     command: str | None = None  # the top parser: the command named on the line, if known
+    verb: str | None = None  # and its sub-verb (runtime's, matrix's, fleet's), once read
+    names: Sequence[str] = ()  # every command, where the parser was built with one only
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
@@ -58,10 +64,12 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         command = self.prog.split()[1] if " " in self.prog else None
+        where = self.prog
         if command is None and message.startswith("unrecognized arguments"):
             command = self.command  # the top parser finds a subcommand's unknown options
-        where = f"compatkit {command}" if command else "compatkit"
-        text = f"{_friendlier(message)} (see '{where} --help')"
+            named = " ".join(n for n in (command, self.verb) if n)
+            where = f"compatkit {named}" if named else where
+        text = f"{_friendlier(message, self.names)} (see '{where} --help')"
         sys.stderr.write(f"compatkit: error: {text}\n")
         raise UsageExit(text, command)
 
@@ -74,15 +82,18 @@ class UsageExit(SystemExit):
         self.message, self.command = message, command
 
 
-def _friendlier(message: str) -> str:
-    """argparse's "invalid choice" line without hidden commands, and with a "did you mean"."""
+def _friendlier(message: str, names: Sequence[str] = ()) -> str:
+    """argparse's "invalid choice" line without hidden commands, and with a "did you mean";
+    ``names``: the commands to list (argparse knows only those it was given)."""
     import re
 
     match = re.match(r"argument (\S+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
     if not match:
         return message
     what, given, listed = match.groups()
-    choices = [c.strip("' ") for c in listed.split(",") if not c.strip("' ").startswith("_")]
+    if what != "COMMAND" or not names:
+        names = [c.strip("' ") for c in listed.split(",")]
+    choices = [c for c in names if not c.startswith("_")]
     from difflib import get_close_matches
 
     close = get_close_matches(given, choices, n=1)
@@ -91,17 +102,36 @@ def _friendlier(message: str) -> str:
     return f"unknown {noun} {given!r}{hint}; choose from {', '.join(choices)}"
 
 
-class _Skipped:
-    """The stand-in for a subcommand that is not being run (never parsed with)."""
+def _top() -> tuple[_Parser, list[str]]:
+    """The parser of ``compatkit`` itself, and its options that take a value."""
+    parser = _Parser(prog="compatkit", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"compatkit {__version__}")
+    actions = add_globals(parser, after_command=False)
+    return parser, [f for a in actions if a.nargs != 0 for f in a.option_strings]
 
 
-_SKIPPED = _Skipped()
+def build(commands: Commands, filled: Collection[str], top: _Parser | None = None) -> _Parser:
+    """The parser of ``commands`` (on ``top``, else a new one): each a name and a summary,
+    and for those in ``filled`` its arguments too (its module's ``add_arguments``)."""
+    parser = top or _top()[0]
+    # prog: what argparse formats from the usage of the options before it (none positional)
+    cmds = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, prog=parser.prog
+    )
+    for name, (module, summary) in commands.items():
+        if summary is None:  # hidden: not in the help's list
+            sub = cmds.add_parser(name)
+        else:
+            sub = cmds.add_parser(name, help=summary, description=summary)
+        add_globals(sub, after_command=True)
+        if name in filled:
+            import_module(f"compatkit.cli.commands.{module}").add_arguments(sub)
+    return parser
 
 
-def _command_in(argv: Sequence[str]) -> str | None:
-    """The subcommand named in ``argv`` (None: unknown, so build every subparser)."""
-    # an option before the command that takes a value, or an abbreviation of one (argparse's)
-    takes_value = [f for o in table.GLOBALS if o["kind"] != "flag" for f in o["flags"]]
+def _command_in(argv: Sequence[str], commands: Commands, takes_value: list[str]) -> str | None:
+    """The command named in ``argv`` (None: unknown, or none); ``takes_value``: the options
+    before the command that take a value (an abbreviation of one skips a value too)."""
     skip = False
     for arg in argv:
         if skip:
@@ -109,96 +139,8 @@ def _command_in(argv: Sequence[str]) -> str | None:
         elif arg.startswith("--") and "=" not in arg and len(arg) > 2:
             skip = any(flag.startswith(arg) for flag in takes_value)
         elif not arg.startswith("-"):
-            return arg if arg in table.COMMANDS else None
+            return arg if arg in commands else None
     return None
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The full parser from compatkit.cli.table; with ``only``, every other subcommand is a
-    name and a help line."""
-    parser = _Parser(prog="compatkit", description=DESCRIPTION)
-    for option in (*table.TOP, *table.GLOBALS):
-        _add_option(parser, option, globally=False)
-    # prog: what argparse formats from the usage of the options before it (none positional)
-    cmds = parser.add_subparsers(
-        dest="command", metavar="COMMAND", parser_class=_Parser, prog=parser.prog
-    )
-    for name, command in table.COMMANDS.items():
-        if only is not None and name != only:
-            # a name argparse knows (for "invalid choice" and its list), but no parser
-            cmds._name_parser_map[name] = _SKIPPED  # type: ignore[assignment]
-            continue
-        _add_command(cmds, name, command)
-        parser.command = only  # known: its unrecognized options point at its own --help
-    return parser
-
-
-def _add_command(
-    cmds: argparse._SubParsersAction[_Parser], name: str, command: table.Command
-) -> None:
-    if command.get("hidden"):
-        sub = cmds.add_parser(name)
-    else:
-        sub = cmds.add_parser(name, help=command["help"], description=command["help"])
-    if "usage" in command:
-        sub.usage = command["usage"]
-    for option in table.GLOBALS:
-        _add_option(sub, option, globally=True)
-    for option in command["options"]:
-        _add_option(sub, option)
-
-
-def _add_option(
-    parser: argparse.ArgumentParser, option: table.Option, globally: bool = False
-) -> None:
-    """One argument as the table states it; ``globally``: a global option after the command
-    name, set only when given (it keeps the value given before the name otherwise)."""
-    kind, flags = option["kind"], option["flags"]
-    if kind == "version":
-        parser.add_argument(*flags, action="version", version=f"compatkit {__version__}")
-        return
-    kwargs: dict[str, Any] = {"help": option.get("help")}
-    if kind in _ACTIONS:
-        kwargs["action"] = _ACTIONS[kind]
-    for name in ("metavar", "nargs", "const", "required"):
-        if name in option:
-            kwargs[name] = option[name]
-    if "type" in option:
-        kwargs["type"] = _TYPES[option["type"]]
-    if "choices" in option:
-        kwargs["choices"] = list(option["choices"])
-    default = argparse.SUPPRESS if globally else _default(option)
-    if default is not None:
-        kwargs["default"] = default
-    if kind == "positional":
-        parser.add_argument(table.dest(option), **kwargs)
-    else:
-        parser.add_argument(*flags, dest=table.dest(option), **kwargs)
-
-
-def _default(option: table.Option) -> object:
-    """The option's default as argparse wants it: a fresh list, a path as a Path."""
-    default = option.get("default")
-    if option["kind"] == "repeat":
-        return list(default) if isinstance(default, list) else []
-    if option.get("type") == "path" and isinstance(default, str):
-        return Path(default)
-    return default
-
-
-def _seconds(text: str) -> float:
-    """A finite, positive number of seconds (``nan``, ``inf``, ``0`` and ``-5`` are not)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0: {text!r}")
-    return value
-
-
-_ACTIONS = {"flag": "store_true", "repeat": "append"}
-_TYPES: dict[str, Callable[[str], object]] = {"path": Path, "seconds": _seconds}
 
 
 def _split_command(argv: list[str], name: str | None) -> tuple[list[str], list[str]]:
@@ -209,13 +151,18 @@ def _split_command(argv: list[str], name: str | None) -> tuple[list[str], list[s
     return argv[:at], argv[at + 1 :]
 
 
-def parse(argv: list[str]) -> argparse.Namespace | None:
+def parse(argv: list[str], commands: Commands) -> argparse.Namespace | None:
     """The namespace for ``argv`` (exits 2 on a usage error, 0 after --help or --version);
     None when no command is named (the help has been printed)."""
-    name = _command_in(argv)
+    top, takes_value = _top()
+    name = _command_in(argv, commands, takes_value)
     argv, command_line = _split_command(argv, name)
-    parser = build_parser(name)
-    args = parser.parse_args(argv)
+    parser = build({name: commands[name]} if name else commands, {name} if name else (), top)
+    parser.command, parser.names = name, list(commands)  # named: its own --help, every name
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # as parse_args, but the help it points at is the sub-verb's, if any
+        parser.verb = getattr(args, "action", None)
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.command_line = command_line
     if args.command is None:
         if args.json:  # a script asked for JSON: the help text is not JSON

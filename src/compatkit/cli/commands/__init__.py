@@ -1,1 +1,2 @@
-"""One module per subcommand; each exports a function returning the exit code."""
+"""One module per command (compatkit.cli.main.COMMANDS names it): ``add_arguments(parser)``,
+its arguments, and ``run(args, ctx)``, which returns the exit code."""

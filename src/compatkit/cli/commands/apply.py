@@ -7,6 +7,7 @@ environment (:mod:`compatkit.ops.project`).
 
 from __future__ import annotations
 
+from compatkit.cli import options
 from compatkit.cli.output import count
 from compatkit.errors import UsageError
 from compatkit.model.action import Action
@@ -14,11 +15,26 @@ from compatkit.model.action import Action
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
     from compatkit.cli.output import Output
     from compatkit.ops.apply import ApplyResult
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser, "?", options.DEFAULT_SET)
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="leave this patch out of the series (repeatable)",
+    )
+    options.force(parser, "apply despite a version mismatch or files that differ from RECORD")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="show what would change; write nothing"
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:

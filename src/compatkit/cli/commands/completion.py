@@ -2,7 +2,7 @@
 
 shtab writes the script from the parser itself, so a new option completes without anyone
 editing a completion file. Patchset names and patch ids are completed at run time through the
-hidden ``compatkit _names patchsets|ids`` command.
+hidden ``compatkit _names patchsets|ids`` command (compatkit.cli.commands.names).
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from compatkit.cli.output import Output
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
-    from compatkit.load.registry import Registry
 
 PREAMBLE = {
     "bash": """
@@ -85,22 +84,12 @@ def completion(parser: argparse.ArgumentParser, shell: str, out: Output | None =
     return 0
 
 
-def names(registry: Registry, kind: str, out: Output) -> int:
-    if kind == "patchsets":
-        found = registry.names()
-    else:
-        found = sorted({p.id for ps in registry.all() for p in ps.patches})
-        found += [f"{ps.name}:{p.id}" for ps in registry.all() for p in ps.patches]
-    out.result({"names": found})
-    for name in found:
-        out.line(name)
-    return 0
+def add_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("shell", choices=["bash", "zsh"])
 
 
 def run(args: Namespace, ctx: Context) -> int:
-    """``completion SHELL``, and the hidden ``_names KIND`` its scripts call."""
-    if args.command == "_names":
-        return names(ctx.registry, args.kind, ctx.out)
-    from compatkit.cli.parser import build_parser
+    """The script for the full parser, every command and sub-verb with its options."""
+    from compatkit.cli.main import build_parser
 
     return completion(build_parser(), args.shell, ctx.out)

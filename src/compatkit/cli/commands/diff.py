@@ -5,14 +5,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compatkit.cli import options
 from compatkit.cli.destinations import output_dir
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("distribution")
+    parser.add_argument("--patchset", required=True, metavar="NAME", help="patchset to add it to")
+    parser.add_argument("--id", required=True, metavar="ID", help="the new patch's id (patch-11)")
+    parser.add_argument("--title", metavar="TEXT", help="the new patch's one-line title")
+    options.output(
+        parser,
+        "DIR",
+        "the folder a new patchset is written in, also searched (default: patchsets; an "
+        "existing patchset stays where it is)",
+    )
+    options.wheels(parser)
 
 
 def run(args: Namespace, ctx: Context) -> int:

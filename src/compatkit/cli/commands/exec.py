@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import subprocess
 
+from compatkit.cli import options
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.ops import runtime as ops
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
 
@@ -30,6 +31,14 @@ EXIT_NOT_FOUND = 127
 
 class CommandNotFound(CompatkitError):
     exit_code = EXIT_NOT_FOUND
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    parser.usage = "%(prog)s [-h] [options] PATCHSET [PATCHSET ...] -- COMMAND [ARG ...]"
+    options.patchset(parser, "+", "the patchsets to apply at import time")
+    options.force(
+        parser, "as apply --force: despite a version mismatch or files that differ from RECORD"
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -9,9 +9,13 @@ from compatkit.ops import explain as ops
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("query", help="a patch id (patch-6, or PATCHSET:patch-6) or error text")
 
 
 def render(result: ops.Explanation, out: Output) -> int:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compatkit.cli import options
 from compatkit.cli.output import Output
-from compatkit.errors import UsageError
 from compatkit.model.results import NodeEnd
 from compatkit.ops.fleet import FleetResult, NodeReport, run_fleet
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
     from compatkit.load.registry import Registry
@@ -35,9 +35,6 @@ def fleet(
     force: bool = False,
     keep_going: bool = False,
 ) -> int:
-    if verb != "apply" and (force or keep_going):
-        option = "--force" if force else "--keep-going"
-        raise UsageError(f"{option} is an option of fleet apply only, not fleet {verb}")
     for name in names:
         registry.get(name)  # an unknown name is a usage error here, before any node is asked
     result = run_fleet(verb, names, address, python, dirs, timeout, force, keep_going)
@@ -112,6 +109,56 @@ def _why(node: NodeReport) -> str:
 
 def _problem(node: NodeReport) -> str:
     return f"{_title(node)}: {_why(node)}"
+
+
+VERBS = {
+    "status": "show each patch's state on every node",
+    "verify": "check that the patchsets are fully applied and intact on every node",
+    "apply": "apply the patchsets on every node, all or nothing across the cluster",
+    "revert": "restore the original files on every node",
+}
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    verbs = options.sub_verbs(parser)
+    for name, summary in VERBS.items():
+        sub = options.verb(verbs, name, summary)
+        sub.add_argument("patchset", nargs="+")
+        sub.add_argument(
+            "--address", metavar="ADDR", help="the Ray cluster (default: $RAY_ADDRESS)"
+        )
+        sub.add_argument(
+            "--timeout",
+            type=seconds,
+            default=600.0,
+            metavar="S",
+            help="wait at most S seconds for every node, above 0 (default: %(default)g)",
+        )
+        if name == "apply":
+            options.force(
+                sub, "as apply --force (a version mismatch, files that differ from RECORD)"
+            )
+            sub.add_argument(
+                "--keep-going",
+                action="store_true",
+                help="keep it on the nodes it reached when another node fails (default: revert)",
+            )
+        else:
+            sub.set_defaults(force=False, keep_going=False)
+
+
+def seconds(text: str) -> float:
+    """A finite, positive number of seconds (``nan``, ``inf``, ``0`` and ``-5`` are not)."""
+    import math
+    from argparse import ArgumentTypeError
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ArgumentTypeError(f"must be a finite number of seconds above 0: {text!r}")
+    return value
 
 
 def run(args: Namespace, ctx: Context) -> int:

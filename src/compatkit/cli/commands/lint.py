@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from compatkit.cli import options
+
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser, "*", "names or directories (default: all)")
+    options.offline(parser, "skip the checks that need wheels")
+    options.wheel_dir(parser)
 
 
 def run(args: Namespace, ctx: Context) -> int:

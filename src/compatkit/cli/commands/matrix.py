@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compatkit.cli import options
 from compatkit.cli.destinations import output_dir, output_file
-from compatkit.errors import UsageError
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
 
@@ -29,16 +29,47 @@ if TYPE_CHECKING:
 RESULTS = Path("build/matrix")  # where run writes a cell's result and report reads them
 
 
+def add_arguments(parser: ArgumentParser) -> None:
+    verbs = options.sub_verbs(parser)
+    cell = options.verb(verbs, "run", "run one cell of the matrix and compare it with matrix.toml")
+    cell.add_argument("cell", help="the cell id")
+    _matrix(cell)
+    cell.add_argument(
+        "--smoke-not-run",
+        metavar="REASON",
+        help=(
+            "run: the cell's packages are installed without their dependencies; REASON is the "
+            "installer's output (its first reason is kept). Classify from the files, run no "
+            "smoke test"
+        ),
+    )
+    _results(cell)
+    report = options.verb(verbs, "report", "build the compatibility report from the cells' results")
+    _matrix(report)
+    options.output(
+        report, "FILE", "report: also write the Markdown to the file FILE (the docs page)"
+    )
+    _results(report)
+    _matrix(options.verb(verbs, "jobs", "print CI's job list as JSON"))
+
+
+def _matrix(parser: ArgumentParser) -> None:
+    parser.add_argument("--matrix", type=Path, default=Path("matrix.toml"), help="the matrix file")
+
+
+def _results(parser: ArgumentParser) -> None:
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="DIR",
+        help=(
+            "the folder of cell results (default: build/matrix): run writes the cell's "
+            "CELL.json there, report reads them and writes report.md and report.json there"
+        ),
+    )
+
+
 def run(args: Namespace, ctx: Context) -> int:
-    not_run = ("--smoke-not-run", args.smoke_not_run)
-    wrong = {
-        "run": [("-o", args.output)],
-        "report": [not_run],
-        "jobs": [("-o", args.output), ("--results", args.results), not_run],
-    }[args.action]
-    for option, value in wrong:
-        if value is not None:
-            raise UsageError(f"{option} is not an option of matrix {args.action}")
     if args.action == "jobs":
         import json
 
@@ -48,8 +79,6 @@ def run(args: Namespace, ctx: Context) -> int:
         return 0
     if args.action == "report":
         return _report(args, ctx)
-    if not args.cell:
-        raise UsageError("matrix run needs a cell id")
     return _run_cell(args, ctx)
 
 

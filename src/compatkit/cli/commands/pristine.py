@@ -8,9 +8,23 @@ from compatkit.errors import UsageError
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    parser.usage = "%(prog)s [-h] [options] (DIST [DIST ...] | --all) [-v]"
+    parser.add_argument(
+        "distribution", nargs="*", metavar="DIST", help="the distributions to check (or --all)"
+    )
+    parser.add_argument("--all", action="store_true", help="every distribution of the environment")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="name every file that is off (default: the first ten of each kind)",
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -3,14 +3,24 @@
 
 from __future__ import annotations
 
+from compatkit.cli import options
 from compatkit.cli.destinations import output_dir
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser)
+    options.output(
+        parser,
+        "DIR",
+        "the folder the table goes to, as JSON and Markdown (PATCHSET.json, PATCHSET.md)",
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -3,14 +3,31 @@
 
 from __future__ import annotations
 
+from compatkit.cli import options
 from compatkit.cli.destinations import output_dir
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser)
+    parser.add_argument(
+        "--target", required=True, metavar="DIST==VERSION", help="the new target release"
+    )
+    parser.add_argument(
+        "--name", metavar="NAME", help="the new patchset's name (default: NAME-VERSION)"
+    )
+    options.output(
+        parser,
+        "DIR",
+        "the folder to write it in (default: beside the old patchset; patchsets for a bundled one)",
+    )
+    options.wheels(parser)
 
 
 def run(args: Namespace, ctx: Context) -> int:

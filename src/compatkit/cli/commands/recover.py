@@ -6,9 +6,16 @@ from __future__ import annotations
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument("distribution", nargs="*", help="default: every one that holds a journal")
+    parser.add_argument(
+        "--discard", action="store_true", help="delete the journal, restore nothing"
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+from compatkit.cli import options
+
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser)
+    options.force(parser, "restore even files edited after apply")
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -6,17 +6,48 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from compatkit.cli import options
 from compatkit.cli.output import count
-from compatkit.errors import UsageError
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
     from compatkit.cli.output import Output
     from compatkit.ops.runtime import RuntimeReport
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    verbs = options.sub_verbs(parser)
+    install = options.verb(
+        verbs, "install", "write a runtime hook that applies the patchsets at import time"
+    )
+    options.patchset(install, "+", "the patchsets to apply at import time")
+    _dir(install)
+    install.add_argument(
+        "--pth",
+        action="store_true",
+        help="start it from a .pth (and PEP 829 .start) file in site-packages",
+    )
+    for name, summary in (
+        ("uninstall", "remove the runtime hook in --dir"),
+        ("status", "show each patch the runtime folder holds: served by its hook, or refused"),
+        ("verify", "exit 1 unless the hook serves every patch the runtime folder holds"),
+    ):
+        _dir(options.verb(verbs, name, summary))
+
+
+def _dir(parser: ArgumentParser) -> None:
+    parser.add_argument(
+        "--dir",
+        required=True,
+        type=Path,
+        help="the runtime directory",
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:
@@ -24,8 +55,6 @@ def run(args: Namespace, ctx: Context) -> int:
 
     action, out = args.action, ctx.out
     if action == "install":
-        if not args.patchset:
-            raise UsageError("runtime install needs at least one patchset name")
         done = ops.install(ctx.registry, ctx.env, args.patchset, args.dir, args.pth)
         out.result(done.to_json())
         what = ", ".join(done.patchsets)
@@ -35,10 +64,6 @@ def run(args: Namespace, ctx: Context) -> int:
             out.line(f"{what}: runtime hook written to {done.root}; put it first on PYTHONPATH:")
             out.line(f'  export PYTHONPATH="{done.root}${{PYTHONPATH:+:$PYTHONPATH}}"')
         return 0
-    if args.patchset or args.pth:
-        if action == "uninstall":
-            raise UsageError("runtime uninstall takes only --dir")
-        raise UsageError(f"runtime {action} checks the patchsets --dir holds; name none")
     if action == "uninstall":
         gone = ops.uninstall(args.dir, ctx.env)
         out.result(gone.to_json())

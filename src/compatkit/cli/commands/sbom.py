@@ -5,15 +5,36 @@ runtime folders."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from compatkit.cli import options
 from compatkit.cli.destinations import output_file
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=["cyclonedx"],
+        default="cyclonedx",
+        help="the SBOM format: CycloneDX 1.6 JSON (default: cyclonedx, the only one)",
+    )
+    parser.add_argument(
+        "--dir",
+        action="append",
+        default=[],
+        dest="runtimes",
+        type=Path,
+        metavar="DIR",
+        help="include the patches the runtime folder DIR serves (as runtime --dir; repeatable)",
+    )
+    options.output(parser, "FILE", "the file the SBOM goes to (default: stdout)")
 
 
 def run(args: Namespace, ctx: Context) -> int:

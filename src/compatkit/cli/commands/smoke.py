@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from compatkit.cli import options
 from compatkit.ops.smoke import SmokeRun, applied_state, require_pytest, run_smoke, smoke_patches
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser)
+    parser.add_argument(
+        "--patch",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only this patch's smoke test (repeatable)",
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -1,17 +1,30 @@
-"""``compatkit status [PATCHSET]...`` and ``compatkit list`` (:mod:`compatkit.ops.status`)."""
+"""``compatkit status [PATCHSET]...`` (:mod:`compatkit.ops.status`)."""
 
 from __future__ import annotations
 
+from compatkit.cli import options
 from compatkit.cli.output import Output
 from compatkit.ops import status as ops
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
     from compatkit.model.patchset import Patchset
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(
+        parser, "*", "the patchsets to show, each patch's state (default: every known patchset)"
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="with no name, a table for every patchset, also those that do not apply",
+    )
 
 
 def status(result: ops.StatusResult, out: Output) -> int:
@@ -52,31 +65,7 @@ def _title(ps: Patchset, patch_id: str) -> str:
     return patch.title if patch else ""
 
 
-def list_patchsets(listed: ops.Listed, out: Output) -> int:
-    out.result(listed.to_json())
-    rows = [
-        [
-            ps.name,
-            ps.version,
-            ps.target,
-            ", ".join(str(r) for r in ps.requires),
-            str(len(ps.patches)),
-            str(here),
-            source,
-        ]
-        for ps, here, source in listed.patchsets
-    ]
-    columns = ["name", "version", "target", "requires", "patches", "here", "source"]
-    out.table("patchsets", columns, rows)
-    for line in listed.conflicts:
-        out.line(f"error: {line}", style="red")
-    return 2 if listed.conflicts else 0
-
-
 def run(args: Namespace, ctx: Context) -> int:
-    """``status [PATCHSET]...`` and ``list``."""
-    if args.command == "list":
-        return list_patchsets(ops.listing(ctx.registry, ctx.env), ctx.out)
     config = ctx.config
     pyproject = config.path if config else None  # the upgrade check
     result = ops.status(ctx.registry, ctx.env, args.patchset, pyproject, args.verbose)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from compatkit.cli import options
 from compatkit.errors import UsageError
 from compatkit.model.results import UpstreamState
 from compatkit.ops.upstream import target_release, upstream
@@ -16,9 +17,31 @@ from compatkit.ops.upstream import target_release, upstream
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser)
+    parser.add_argument(
+        "--target",
+        required=True,
+        metavar="DIST==VERSION",
+        help=(
+            "the release to check, e.g. vllm==0.17.1 (installed in a throw-away venv); "
+            "DIST or DIST==latest: the newest release on the index"
+        ),
+    )
+    parser.add_argument(
+        "--with",
+        action="append",
+        default=[],
+        dest="with_",
+        metavar="REQ",
+        help="also install this into the throw-away environment (repeatable; not with --python)",
+    )
+    options.wheels(parser)
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -5,14 +5,25 @@ With no name, the project's ``[tool.compatkit]`` patchsets that fit this environ
 
 from __future__ import annotations
 
+from compatkit.cli import options
+
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
     from compatkit.cli.output import Output
     from compatkit.ops.verify import VerifyResult
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser, "*", options.DEFAULT_SET)
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="exit 0 when there is nothing to verify (default: that is a failure)",
+    )
 
 
 def run(args: Namespace, ctx: Context) -> int:

@@ -3,6 +3,9 @@ patchset built in."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from compatkit.cli import options
 from compatkit.cli.destinations import output_dir
 from compatkit.cli.output import count
 from compatkit.ops.wheel import build_wheel
@@ -10,9 +13,26 @@ from compatkit.ops.wheel import build_wheel
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from argparse import Namespace
+    from argparse import ArgumentParser, Namespace
 
     from compatkit.cli.context import Context
+
+
+def add_arguments(parser: ArgumentParser) -> None:
+    options.patchset(parser)
+    options.output(parser, "DIR", "the folder the wheel goes to (default: dist)", Path("dist"))
+    options.offline(parser)
+    parser.add_argument(
+        "--sha256",
+        metavar="HEX",
+        help="the source wheel's sha256 (what proves it the release when it is not installed)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an output wheel of the same name that has other bytes",
+    )
+    options.wheel_dir(parser)
 
 
 def run(args: Namespace, ctx: Context) -> int:
