@@ -41,6 +41,8 @@ SHARED = {
     # issue 46: every write through folder descriptors (beneath.Tree), another user's
     # environment refused (owners); issue 47: the rollback checks out of txn (diskcheck)
     "compatkit.env.beneath", "compatkit.env.owners", "compatkit.env.diskcheck",
+    # issue 46: a file as the hunks see it, its bytes and line starts (re only)
+    "compatkit.engine.lines",
 }  # fmt: skip
 # what reading and applying a patch needs: the diff reader, the patchset model (a patch file
 # that is a mail: model.mail, re only) and the hunk engine
