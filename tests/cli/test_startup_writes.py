@@ -41,14 +41,13 @@ SHARED = {
     # issue 46: every write through folder descriptors (beneath.Tree), another user's
     # environment refused (owners); issue 47: the rollback checks out of txn (diskcheck)
     "compatkit.env.beneath", "compatkit.env.owners", "compatkit.env.diskcheck",
-    # issue 46: a file as the hunks see it, its bytes and line starts (re only)
-    "compatkit.engine.lines",
 }  # fmt: skip
 # what reading and applying a patch needs: the diff reader, the patchset model (a patch file
-# that is a mail: model.mail, re only) and the hunk engine
+# that is a mail: model.mail, re only) and the hunk engine (engine.lines, issue 46: a file as
+# the hunks see it, its bytes and line starts, re only)
 PATCHES = {
     "compatkit.model.diff", "compatkit.model.patchset", "compatkit.model.mail",
-    "compatkit.engine", "compatkit.engine.hunks",
+    "compatkit.engine", "compatkit.engine.hunks", "compatkit.engine.lines",
 }  # fmt: skip
 OWN = {
     # apply checks the target (requirements, drift) and validates the patchset it loads
