@@ -19,13 +19,13 @@ from compatkit.env.target import Dist, Environment
 from compatkit.model import answers, startup_code
 from compatkit.model.diff import FileDiff
 from compatkit.model.patchset import Patchset, marker_holds, requirement_admits
-from compatkit.model.results import DiffState, PatchState
 from compatkit.value import Value
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.model.patchset import Facts
+    from compatkit.model.results import DiffState, PatchState
 
 
 def _version_problem(facts: Facts, text: str, found: str | None) -> str | None:
@@ -189,6 +189,8 @@ def mode_misses(
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     """Try every patch on the current files: applies, already present, or conflicts (a
     mode change too: a patch that only sets modes is present where the files have them)."""
+    from compatkit.model.results import PatchState  # the states: not apply's
+
     ps.bind_names(dist.files.is_file)
     paths = {path for p in ps.patches for fd in p.files for path in fd.paths}
     contents = {path: dist.read(path) for path in paths}
@@ -212,6 +214,8 @@ def _textual(
 ) -> tuple[str, DiffState, dict[str, bytes | None] | None]:
     """One patch on ``contents`` (and ``modes``): its detail, verdict, and the files after it
     (None: it does not apply)."""
+    from compatkit.model.results import DiffState  # the states: not apply's
+
     pairs = [(pid, files)]
     try:
         result = apply_series(contents, pairs)
@@ -247,6 +251,8 @@ _PRESENT = "its change is already present"
 def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus]:
     """Say which patches touch start-up code; one that would apply but is undeclared is
     refused, as ``apply`` refuses it."""
+    from compatkit.model.results import DiffState, PatchState  # the states: not apply's
+
     for s, patch in zip(statuses, ps.patches, strict=True):
         s.startup = startup_code.touches(ps, patch)
         if not s.startup:
@@ -269,6 +275,8 @@ def patch_statuses(
 def _statuses(
     ps: Patchset, env: Environment, dist: Dist | None, state: State | None
 ) -> list[PatchStatus]:
+    from compatkit.model.results import PatchState  # the states: not apply's
+
     if state is None:
         mismatch = target_problem(ps, dist)
         problems = [mismatch] if mismatch else requirement_problems(ps, env, dist)
