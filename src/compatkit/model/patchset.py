@@ -196,6 +196,12 @@ class Patchset(Value):
         return req.name, str(req.specifier), req.marker is not None, str(req)
 
     @property
+    def shown_requires(self) -> list[str]:
+        """Each ``requires`` entry as packaging prints it (through :meth:`requirement`: a
+        read-only command takes it from the remembered answers)."""
+        return [self.requirement(text)[3] for text in self.requires_text]
+
+    @property
     def requires(self) -> tuple[Requirement, ...]:
         if self._requires is None and not self.requires_text:
             self._requires = ()  # no packaging import for a patchset without requirements
