@@ -42,6 +42,8 @@ SHARED = {
     # issue 46: every write through folder descriptors (beneath.Tree), another user's
     # environment refused (owners); issue 47: the rollback checks out of txn (diskcheck)
     "compatkit.env.beneath", "compatkit.env.owners", "compatkit.env.diskcheck",
+    # issue 46: a file as the hunks see it, its bytes and line starts (re only)
+    "compatkit.engine.lines",
 }  # fmt: skip
 OWN = {
     # apply checks the target (requirements, drift) and validates the patchset it loads

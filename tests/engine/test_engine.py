@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compatkit.engine import hunks as engine
+from compatkit.engine import lines as lines_of
 from compatkit.engine.hunks import HunkMismatch, SeriesConflict, apply_file, apply_series
 from compatkit.model.diff import parse_diff
 
@@ -136,9 +136,19 @@ def _split_reference(data: bytes) -> list[tuple[str, str]]:
 def test_split_lines_fast_path_is_the_definition(parts: list[str]) -> None:
     data = "".join(parts).encode("utf-8", "surrogateescape")
     for blob in (data, data.replace(b"\r", b""), b"\xff\xfe\n" + data):
-        lines = engine.split_lines(blob)
+        lines = lines_of.split_lines(blob)
         assert lines == _split_reference(blob)
-        assert engine.join_lines(lines) == blob
+        assert "".join(c + e for c, e in lines).encode("utf-8", "surrogateescape") == blob
+        # the engine's own form (bytes and line starts) holds the same lines, a small file's
+        # starts in a list, a large one's in a buffer filled a piece at a time (forced here)
+        want = [(c.encode("utf-8", "surrogateescape"), e.encode()) for c, e in lines]
+        for small in (lines_of.SMALL, 1, 5):
+            saved, lines_of.SMALL = lines_of.SMALL, small
+            try:
+                text = lines_of.Text(blob)
+            finally:
+                lines_of.SMALL = saved
+            assert [(text.text(i), text.eol(i)) for i in range(len(text))] == want
         crlf = sum(1 for _, e in lines if e == "\r\n")
-        expected = "\r\n" if crlf > sum(1 for _, e in lines if e == "\n") else "\n"
-        assert engine.dominant_eol(lines) == expected
+        expected = b"\r\n" if crlf > sum(1 for _, e in lines if e == "\n") else b"\n"
+        assert text.dominant_eol() == expected

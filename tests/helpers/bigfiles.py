@@ -63,6 +63,14 @@ def child_peak(body: str, *args: str, env: dict[str, str] | None = None) -> tupl
     """(the value ``body`` leaves in ``result``, its peak RSS in bytes: its own or its worker
     processes', the larger): ``body`` run in a child Python (``sys.argv[1:]``: ``args``), its
     address space capped at :data:`ADDRESS_SPACE`; ``result`` is "raised" when it raised."""
+    result, peak, _ = child_run(body, *args, env=env)
+    return result, peak
+
+
+def child_run(
+    body: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[str, int, list[str]]:
+    """:func:`child_peak`, and the lines the child wrote to stderr (its own)."""
     indented = "".join(f"    {line}\n" for line in body.splitlines())
     code = (
         "import resource, sys\n"
@@ -83,13 +91,22 @@ def child_peak(body: str, *args: str, env: dict[str, str] | None = None) -> tupl
         check=False,
         env=None if env is None else {**os.environ, **env},
     )
-    result, peak = proc.stderr.splitlines()[-1].rsplit(" ", 1)
-    return result, int(peak)
+    *err, last = proc.stderr.splitlines()
+    result, peak = last.rsplit(" ", 1)
+    return result, int(peak), err
 
 
 def peak_rss(python: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, int]:
     """(exit code, peak RSS in bytes) of ``compatkit --python PYTHON ARGS`` in a child
     (:func:`child_peak`; exit code -1: it raised)."""
+    code, peak, _ = run_capped(python, *args, env=env)
+    return code, peak
+
+
+def run_capped(
+    python: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, int, list[str]]:
+    """:func:`peak_rss`, and what the command wrote to stderr, line by line."""
     body = "from compatkit.cli.main import main\nresult = main(sys.argv[1:])\n"
-    result, peak = child_peak(body, "--python", python, *args, env=env)
-    return (-1 if result == "raised" else int(result)), peak
+    result, peak, err = child_run(body, "--python", python, *args, env=env)
+    return (-1 if result == "raised" else int(result)), peak, err

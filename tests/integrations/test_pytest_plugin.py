@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEMO_FILES, UV, build_wheel, write_patchset
+from helpers import DEMO_FILES, UV, build_wheel, root_only, write_patchset
 
 pytestmark = [
     pytest.mark.slow,
@@ -163,3 +163,30 @@ def test_the_missing_patches_are_named_and_apply_restores(venv_bin: Path) -> Non
     assert run.returncode == 0, run.stdout + run.stderr
     verified = "compatkit: verified demo-fix: fully applied, every patched file intact"
     assert verified in run.stdout and "1 passed" in run.stdout
+
+
+@root_only
+def test_the_projects_safe_environments_are_honoured_as_the_cli_honours_them(
+    venv_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root, and a venv whose folder another user (uid 12345) owns: the plugin refuses it as
+    the command line does, until the project's ``[tool.compatkit] safe-environments`` names
+    it (before: only ``$COMPATKIT_SAFE_ENVIRONMENTS`` counted, so a project that named its
+    venv got the refusal from pytest and a pass from ``compatkit verify``)."""
+    venv = venv_bin.parent
+    proj = project(venv_bin, "foreign", ["demo-fix"])
+    proj.demo_fix(True)
+    table = (proj.root / "pyproject.toml").read_text()
+    monkeypatch.delenv("COMPATKIT_SAFE_ENVIRONMENTS", raising=False)  # Project.run passes it
+    os.chown(venv, 12345, 12345)
+    try:
+        run = proj.pytest()
+        assert run.returncode == 4, run.stdout + run.stderr
+        assert f"refusing the environment {venv}: {venv} is owned by uid 12345" in run.stderr
+        (proj.root / "pyproject.toml").write_text(f'{table}safe-environments = ["{venv}"]\n')
+        assert proj.run("compatkit", "verify").returncode == 0
+        run = proj.pytest()
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "compatkit: verified demo-fix" in run.stdout, run.stdout
+    finally:
+        os.chown(venv, 0, 0)

@@ -66,7 +66,10 @@ UTILITIES = {
 # it: the route counts where a command's data goes, not how the code is filed, so splitting a
 # module along its concerns never presses against the ceilings (issue 47: txn.py absorbed its
 # checks to stay under one). Key: the split-off module; value: the module it serves.
-ONE_CONCERN = {"compatkit.env.diskcheck": "compatkit.env.txn"}
+ONE_CONCERN = {
+    "compatkit.env.diskcheck": "compatkit.env.txn",
+    "compatkit.engine.lines": "compatkit.engine.hunks",  # a file as the hunks see it
+}
 
 
 def _module_of(filename: str) -> str | None:

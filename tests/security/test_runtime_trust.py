@@ -87,13 +87,14 @@ def test_a_link_inside_the_folder_is_never_followed(demo: Demo, tmp_path: Path) 
 def test_a_tree_is_removed_through_fds_without_following_a_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: tuple[int, int]
 ) -> None:
-    """shutil.rmtree by the folder's descriptor (3.11+) or by its full path (3.10, which
-    lacks rmtree's dir_fd) removes a folder with all in it, and the links in it, never what a
-    link points to."""
-    from compatkit.runtime import folder
+    """shutil.rmtree by the folder's descriptor (3.11+) or by the path of its descriptor
+    (3.10, which lacks rmtree's dir_fd) removes a folder with all in it, and the links in it,
+    never what a link points to (the runtime folder's removal and a transaction's, one
+    function)."""
+    from compatkit.env import beneath
 
     if version < (3, 11):
-        monkeypatch.setattr(folder, "sys", SimpleNamespace(version_info=version))
+        monkeypatch.setattr(beneath, "sys", SimpleNamespace(version_info=version))
     elif sys.version_info < (3, 11):
         pytest.skip("shutil.rmtree has no dir_fd before 3.11")
     victim = tmp_path / "victim"
@@ -110,13 +111,45 @@ def test_a_tree_is_removed_through_fds_without_following_a_link(
     fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with pytest.raises(OSError):  # the folder named is a link: refused, nothing removed
-            folder.rmtree_at(fd, "link", top / "link")
+            beneath.rmtree_at(fd, "link")
         assert (tree / "g.py").exists()
-        folder.rmtree_at(fd, "tree", tree)
+        beneath.rmtree_at(fd, "tree")
     finally:
         os.close(fd)
     assert sorted(p.name for p in top.iterdir()) == ["link"]
     assert (victim / "keep" / "data.txt").read_text() == "precious\n"
+
+
+def test_a_folder_swapped_inside_an_open_runtime_folder_fails_the_write_as_a_swap(
+    tmp_path: Path,
+) -> None:
+    """A runtime folder reaches its files through the transaction's descriptor walk
+    (compatkit.env.beneath): a folder inside it swapped for a link after the folder was
+    checked fails a write with beneath's own error, naming the whole path and the swap
+    (before: its own walk's bare ELOOP naming ``data`` alone), and nothing reaches the link's
+    target; a folder it already reached stays the one written, wherever it was moved."""
+    from compatkit.env.beneath import Swapped
+    from compatkit.runtime.folder import Folder
+
+    root, victim = tmp_path / "rt", tmp_path / "victim"
+    victim.mkdir()
+    with Folder.create(root) as folder:
+        folder.write("src/a.py", b"a = 1\n")
+        (root / "data").mkdir()
+        (root / "data").rename(root / "moved")
+        (root / "data").symlink_to(victim)
+        with pytest.raises(Swapped) as caught:
+            folder.write("data/b.py", b"b = 2\n")
+        assert caught.value.filename == str(root / "data"), caught.value
+        assert "was it swapped while compatkit ran?" in str(caught.value)
+        (root / "src").rename(root / "src-moved")
+        (root / "src").symlink_to(victim)
+        folder.write("src/c.py", b"c = 3\n")  # src was reached: the same folder, moved
+        with pytest.raises(Swapped):
+            folder.read("data/b.py")
+        assert folder.names("src") == ["a.py", "c.py"]
+    assert list(victim.iterdir()) == []
+    assert sorted(p.name for p in (root / "src-moved").iterdir()) == ["a.py", "c.py"]
 
 
 def test_another_users_folder_is_refused_and_their_code_never_runs(

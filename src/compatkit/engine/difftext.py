@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import difflib
 
-from compatkit.engine.hunks import split_lines
+from compatkit.engine.lines import split_lines
 from compatkit.errors import PatchFormatError
 
 NO_EOL = "\\ No newline at end of file\n"

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from compatkit.engine.lines import Cursor, Text, encoded
 from compatkit.errors import CompatkitError
 from compatkit.model.diff import FileDiff, Hunk, shown
 from compatkit.value import Value
-
-Line = tuple[str, str]  # (content, eol) with eol in {"\n", "\r\n", ""}
 
 
 class HunkMismatch(CompatkitError):
@@ -63,89 +62,66 @@ class SeriesResult(Value):
         self.origins: dict[str, str] = {}  # a renamed or copied file: its source's path
 
 
-def split_lines(data: bytes) -> list[Line]:
-    text = data.decode("utf-8", "surrogateescape")
-    parts = text.split("\n")
-    if "\r" not in text:  # LF only, the common case: no per-line test needed
-        tail = parts.pop()
-        lines: list[Line] = [(part, "\n") for part in parts]
-        if tail:
-            lines.append((tail, ""))
-        return lines
-    lines = []
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if last and part == "":
-            break
-        if last:
-            lines.append((part, ""))
-        elif part.endswith("\r"):
-            lines.append((part[:-1], "\r\n"))
-        else:
-            lines.append((part, "\n"))
-    return lines
-
-
-def join_lines(lines: Sequence[Line]) -> bytes:
-    return "".join([c + e for c, e in lines]).encode("utf-8", "surrogateescape")
-
-
-def dominant_eol(lines: Sequence[Line]) -> str:
-    eols = [e for _, e in lines]
-    return "\r\n" if eols.count("\r\n") > eols.count("\n") else "\n"
-
-
-def _matches(lines: Sequence[Line], pos: int, hunk: Hunk) -> bool:
-    old = hunk.old_lines
+def _matches(cur: Cursor, pos: int, hunk: Hunk, old: list[bytes]) -> bool:
     end = pos + len(old)
-    if pos < 0 or end > len(lines):
+    if pos < cur.floor or end > len(cur):
         return False
-    if any(lines[pos + i][0] != text for i, text in enumerate(old)):
+    f, at = cur.f, pos + cur.shift
+    if any(f.text(at + i) != text for i, text in enumerate(old)):
         return False
-    if hunk.exact and any(lines[pos + i][1] != e for i, e in enumerate(hunk.old_eols) if e):
+    if hunk.exact and any(f.eol(at + i) != encoded(e) for i, e in enumerate(hunk.old_eols) if e):
         return False
-    at_eof = end == len(lines)
+    at_eof = end == len(cur)
     if hunk.old_no_eol:
-        return at_eof and bool(old) and lines[-1][1] == ""
+        return at_eof and bool(old) and f.eol(len(f) - 1) == b""
     # A hunk that does not say "no newline" cannot end on a line that lacks one.
-    return not (at_eof and old and lines[-1][1] == "")
+    return not (at_eof and old and f.eol(len(f) - 1) == b"")
 
 
-def _find(lines: Sequence[Line], hunk: Hunk, expected: int, floor: int) -> int | None:
+def _find(cur: Cursor, hunk: Hunk, expected: int) -> int | None:
     """Where the hunk's old lines are: at ``expected`` if they are there, else the nearest
-    match (after, then before, at each distance), never before ``floor``.
+    match (after, then before, at each distance), never before the cursor's ``floor``.
 
     The search is linear in the file: a rolling hash finds every position whose next lines
     hold the hunk's old text, and only those are compared (a position-by-position scan was
     quadratic: 30,000 identical lines took 25-50 s to find no match).
     """
+    old = [encoded(text) for text in hunk.old_lines]
     if hunk.match_beginning or hunk.match_end:  # git's anchoring: one place only
-        at = 0 if hunk.match_beginning else len(lines) - len(hunk.old_lines)
-        if hunk.match_end and at + len(hunk.old_lines) != len(lines):
+        at = 0 if hunk.match_beginning else len(cur) - len(old)
+        if hunk.match_end and at + len(old) != len(cur):
             return None  # a hunk anchored at both ends must cover the whole file
-        return at if at >= floor and _matches(lines, at, hunk) else None
-    if not hunk.old_lines:
-        return expected if floor <= expected <= len(lines) else None
-    if expected >= floor and _matches(lines, expected, hunk):
+        return at if _matches(cur, at, hunk, old) else None
+    if not old:
+        return expected if cur.floor <= expected <= len(cur) else None
+    if _matches(cur, expected, hunk, old):
         return expected
-    starts = _window_starts([c for c, _ in lines], list(hunk.old_lines))
+    starts = [p - cur.shift for p in _window_starts(cur.f, cur.done, old)]
     ranked = sorted(starts, key=lambda p: (abs(p - expected), p < expected))
-    return next((p for p in ranked if p >= floor and _matches(lines, p, hunk)), None)
+    return next((p for p in ranked if _matches(cur, p, hunk, old)), None)
 
 
 _MOD = (1 << 61) - 1
 _BASE = 1_000_003
 
 
-def _window_starts(text: list[str], old: list[str]) -> list[int]:
-    """Every i whose window ``text[i:i + len(old)]`` hashes like ``old`` (Rabin-Karp over line
-    ids; the caller compares the candidates it picks, so collisions cost one comparison)."""
-    k, n = len(old), len(text)
+def _window_starts(f: Text, first: int, old: list[bytes]) -> list[int]:
+    """Every line i from ``first`` on whose window of ``len(old)`` lines hashes like ``old``
+    (Rabin-Karp over line ids; the caller compares the candidates it picks, so collisions
+    cost one comparison). A line is looked up with its ending: each old line is known with
+    every ending it may have."""
+    k, n = len(old), len(f) - first
     if k > n:
         return []
-    ids: dict[str, int] = {}
-    want = [ids.setdefault(line, len(ids) + 1) for line in old]
-    seq = [ids.get(line, 0) for line in text]
+    ids: dict[bytes, int] = {}
+    want = []
+    for line in old:
+        known = ids.setdefault(line, len(ids) + 1)
+        ids.setdefault(line + b"\n", known)
+        ids.setdefault(line + b"\r\n", known)
+        want.append(known)
+    data, starts = f.data, f.starts
+    seq = [ids.get(data[starts[i] : starts[i + 1]], 0) for i in range(first, len(f))]
     target = window = 0
     for a, b in zip(want, seq[:k], strict=True):
         target = (target * _BASE + a) % _MOD
@@ -154,48 +130,49 @@ def _window_starts(text: list[str], old: list[str]) -> list[int]:
     found = []
     for i in range(n - k + 1):
         if window == target:
-            found.append(i)
+            found.append(first + i)
         if i + k < n:
             window = ((window - seq[i] * top) * _BASE + seq[i + k]) % _MOD
     return found
 
 
-def _new_region(lines: Sequence[Line], pos: int, hunk: Hunk, eol: str) -> list[Line]:
-    region: list[Line] = []
-    cursor = pos
+def _new_region(cur: Cursor, pos: int, hunk: Hunk, eol: bytes) -> list[bytes]:
+    region: list[tuple[bytes, bytes]] = []
+    cursor = pos + cur.shift  # in the original
     for (kind, text), own in zip(hunk.lines, hunk.eols, strict=True):
         if kind == " ":
-            region.append((text, lines[cursor][1]))
+            region.append((encoded(text), cur.f.eol(cursor)))
             cursor += 1
         elif kind == "-":
             cursor += 1
         else:
-            region.append((text, own or eol if hunk.exact else eol))
-    at_eof = cursor == len(lines)
+            region.append((encoded(text), encoded(own) or eol if hunk.exact else eol))
+    at_eof = cursor == len(cur.f)
     if region and at_eof:
         last_text, last_eol = region[-1]
         if hunk.new_no_eol:
-            region[-1] = (last_text, "")
-        elif last_eol == "":
+            region[-1] = (last_text, b"")
+        elif last_eol == b"":
             region[-1] = (last_text, eol)
-    return region
+    return [text + end for text, end in region]
 
 
-def _apply_hunks(lines: list[Line], fd: FileDiff) -> tuple[list[Line], tuple[int, ...]]:
-    eol = dominant_eol(lines)
-    delta = floor = 0
+def _apply_hunks(data: bytes, fd: FileDiff) -> tuple[bytes, tuple[int, ...]]:
+    cur = Cursor(Text(data))
+    eol = cur.f.dominant_eol()
+    delta = 0
     offsets: list[int] = []
     for no, hunk in enumerate(fd.hunks, 1):
         stated = (hunk.old_start - 1 if hunk.old_len else hunk.old_start) + delta
-        pos = _find(lines, hunk, stated + (offsets[-1] if offsets else 0), floor)
+        pos = _find(cur, hunk, stated + (offsets[-1] if offsets else 0))
         if pos is None:
             raise HunkMismatch(fd.path, no, f"(line {hunk.old_start}) does not match")
         offsets.append(pos - stated)
-        region = _new_region(lines, pos, hunk, eol)
-        lines[pos : pos + len(hunk.old_lines)] = region
-        delta += len(region) - len(hunk.old_lines)
-        floor = pos + len(region)
-    return lines, tuple(offsets)
+        region = _new_region(cur, pos, hunk, eol)
+        old = len(hunk.old_lines)
+        cur.replace(pos, old, region)
+        delta += len(region) - old
+    return cur.result(), tuple(offsets)
 
 
 def apply_file(data: bytes | None, fd: FileDiff) -> FileResult:
@@ -203,16 +180,15 @@ def apply_file(data: bytes | None, fd: FileDiff) -> FileResult:
     if fd.kind == "create":
         if data is not None:
             raise HunkMismatch(fd.path, 1, "creates a file that already exists")
-        lines, offsets = _apply_hunks([], fd)
-        return FileResult(join_lines(lines), offsets)
+        return FileResult(*_apply_hunks(b"", fd))
     if data is None:
         raise HunkMismatch(fd.source or fd.path, 1, "targets a file that does not exist")
-    lines, offsets = _apply_hunks(split_lines(data), fd)
+    new, offsets = _apply_hunks(data, fd)
     if fd.kind == "delete":
-        if lines:
+        if new:
             raise HunkMismatch(fd.path, 1, "deletes a file whose content differs")
         return FileResult(None, offsets)
-    return FileResult(join_lines(lines), offsets)
+    return FileResult(new, offsets)
 
 
 def apply_series(

@@ -64,14 +64,31 @@ def _is_link(name: str, dir_fd: int) -> bool:
     return True  # gone again: it was being swapped
 
 
+def rmtree_at(fd: int, name: str, ignore_errors: bool = False) -> None:
+    """``shutil.rmtree`` of the folder ``name`` in the folder open as ``fd``: by ``dir_fd``
+    on 3.11+; on 3.10 (its rmtree has no ``dir_fd``) by the path the open descriptor names
+    (``/proc/self/fd/FD/NAME``). Either way shutil's own descriptor walk: it refuses a link
+    as the folder named (OSError), and removes the links in it without following them."""
+    import shutil  # with zlib, bz2 and lzma: only where a folder is removed
+
+    if sys.version_info >= (3, 11):
+        shutil.rmtree(name, dir_fd=fd, ignore_errors=ignore_errors)
+    else:
+        shutil.rmtree(f"/proc/self/fd/{fd}/{name}", ignore_errors=ignore_errors)
+
+
 class Tree:
-    """An open root folder; every path given is relative to it, with ``/``."""
+    """An open root folder; every path given is relative to it, with ``/``. ``fd``: the
+    root already open (the caller's checks made on it; the tree closes it); ``dir_mode``:
+    the mode folders are made with (the umask applies)."""
 
-    __slots__ = ("root", "fd", "_dirs")
+    __slots__ = ("root", "fd", "dir_mode", "_dirs")
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, fd: int | None = None, dir_mode: int = 0o777) -> None:
         self.root = str(root)
-        self.fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        if fd is None:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.fd, self.dir_mode = fd, dir_mode
         self._dirs: dict[str, int] = {}  # folder (relative) -> its descriptor, oldest first
 
     def __enter__(self) -> Tree:
@@ -102,7 +119,7 @@ class Tree:
             at = self.folder(parent, make)
             if make:
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o777, dir_fd=at)
+                    os.mkdir(name, self.dir_mode, dir_fd=at)
             try:
                 fd = os.open(name, _DIR, dir_fd=at)
             except OSError as exc:
@@ -122,7 +139,9 @@ class Tree:
         ]:
             os.close(self._dirs.pop(rel))
 
-    def _at(self, relpath: str, make: bool = False) -> tuple[int, str]:
+    def at(self, relpath: str, make: bool = False) -> tuple[int, str]:
+        """The descriptor of ``relpath``'s folder (:meth:`folder`; kept open by the tree)
+        and its last name."""
         parent, _, name = relpath.rpartition("/")
         return self.folder(parent, make), name
 
@@ -136,26 +155,26 @@ class Tree:
     ) -> None:
         """``relpath`` holds ``data`` (:func:`compatkit.atomic.write` in its folder's
         descriptor: temp file, ``fchmod``, ``futimens``, ``renameat``); folders made."""
-        fd, name = self._at(relpath, make=True)
+        fd, name = self.at(relpath, make=True)
         with self._named(relpath):
             atomic.write(name, data, mode, mtime_ns, sync=sync, dir_fd=fd)
 
     def create(self, relpath: str) -> int:
         """A new file (never an existing name or a link), open for writing; the caller closes it."""
-        fd, name = self._at(relpath)
+        fd, name = self.at(relpath)
         with self._named(relpath):
             return os.open(name, _NEW, 0o666, dir_fd=fd)
 
     def mkdir(self, reldir: str) -> None:
         """Make the folder ``reldir`` (FileExistsError if the name is taken)."""
-        fd, name = self._at(reldir)
+        fd, name = self.at(reldir)
         with self._named(reldir):
-            os.mkdir(name, 0o777, dir_fd=fd)
+            os.mkdir(name, self.dir_mode, dir_fd=fd)
 
     def rename(self, source: str, dest: str) -> None:
         """``os.rename`` of ``source`` to ``dest`` (the destination's folders made)."""
-        src_fd, src_name = self._at(source)
-        dst_fd, dst_name = self._at(dest, make=True)
+        src_fd, src_name = self.at(source)
+        dst_fd, dst_name = self.at(dest, make=True)
         with self._named(source):
             os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
         self.forget(source)
@@ -164,7 +183,7 @@ class Tree:
     def unlink(self, relpath: str) -> None:
         """Remove the file (or link) ``relpath``; nothing if it, or its folder, is missing."""
         try:
-            fd, name = self._at(relpath)
+            fd, name = self.at(relpath)
         except FileNotFoundError:
             return
         with contextlib.suppress(FileNotFoundError), self._named(relpath):
@@ -174,7 +193,7 @@ class Tree:
         """Remove the empty folder ``reldir``; False if it is not empty, missing, or a link."""
         self.forget(reldir)
         try:
-            fd, name = self._at(reldir)
+            fd, name = self.at(reldir)
             os.rmdir(name, dir_fd=fd)
         except OSError:
             return False
@@ -185,23 +204,19 @@ class Tree:
         refuses a link as the folder named), if it is there; a link or file is unlinked."""
         self.forget(reldir)
         try:
-            fd, name = self._at(reldir)
+            fd, name = self.at(reldir)
             mode = os.lstat(name, dir_fd=fd).st_mode
         except FileNotFoundError:
             return
-        import shutil  # with zlib, bz2 and lzma: only for what an interrupted run left
-
-        if not stat.S_ISDIR(mode):
+        if stat.S_ISDIR(mode):
+            rmtree_at(fd, name, ignore_errors=True)
+        else:
             self.unlink(reldir)
-        elif sys.version_info >= (3, 11):
-            shutil.rmtree(name, dir_fd=fd, ignore_errors=True)
-        else:  # no dir_fd before 3.11: the folder as its open descriptor names it
-            shutil.rmtree(f"/proc/self/fd/{fd}/{name}", ignore_errors=True)
 
     def remove_temps(self, relpath: str) -> None:
         """The temp files an interrupted write of ``relpath`` left (:func:`atomic.remove_temps`)."""
         try:
-            fd, name = self._at(relpath)
+            fd, name = self.at(relpath)
         except FileNotFoundError:
             return
         atomic.remove_temps(name, dir_fd=fd)
@@ -209,7 +224,7 @@ class Tree:
     def lstat(self, relpath: str) -> os.stat_result | None:
         """``os.lstat`` of ``relpath``; None if it or a folder on the way is missing."""
         try:
-            fd, name = self._at(relpath)
+            fd, name = self.at(relpath)
             return os.lstat(name, dir_fd=fd)
         except FileNotFoundError:
             return None
@@ -219,9 +234,19 @@ class Tree:
         ``relpath``, None if it is missing; ``follow``: a link as the last name is read
         through (the folders on the way never are)."""
         try:
-            fd, name = self._at(relpath)
+            fd, name = self.at(relpath)
             where = self.full(relpath)
             return bounded.read(name, limit, dir_fd=fd, follow=follow, where=where)
+        except FileNotFoundError:
+            return None
+
+    def sha256(self, relpath: str) -> bytes | None:
+        """The SHA-256 digest of the regular file ``relpath``, streamed
+        (:func:`compatkit.bounded.sha256`: memory does not grow with its size), None if it is
+        missing; a link as its last name is refused, as :meth:`read` refuses it."""
+        try:
+            fd, name = self.at(relpath)
+            return bounded.sha256(name, dir_fd=fd, follow=False, where=self.full(relpath))
         except FileNotFoundError:
             return None
 

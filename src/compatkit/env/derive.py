@@ -97,6 +97,6 @@ def problems(ps: Patchset, dist: Dist, state: State, others: list[State]) -> lis
         elif _stacked(f, others):
             if _sha(data) != f.written_sha:
                 found.append(f"{path} {_WRONG.format(ps=ps.name)} (state: written bytes)")
-        elif dist.read(path) != data:
+        elif dist.hash(path) != _sha(data):  # streamed: only the hash of the disk's is needed
             found.append(f"{path} {_WRONG.format(ps=ps.name)}")
     return found

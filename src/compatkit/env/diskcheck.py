@@ -31,7 +31,7 @@ from compatkit.errors import CompatkitError
 from compatkit.model import startup_code
 from compatkit.model.ownership import Ownership
 from compatkit.model.paths import resolve_inside
-from compatkit.model.records import Record, Row
+from compatkit.model.records import Record, Row, record_hash
 
 TYPE_CHECKING = False
 
@@ -132,8 +132,6 @@ def _recorded_rows(dist: Dist, entries: list[Entry]) -> set[str]:
 
 
 def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:
-    from compatkit.model import journal
-
     problems: list[str] = []
     moved_in = {e.move_to: e.path for e in entries if e.move_to is not None}
     for entry in entries:
@@ -146,17 +144,21 @@ def _state_problems(dist: Dist, entries: list[Entry]) -> list[str]:
         if mover is not None and not _exists(dist, mover):
             continue  # a rename put another file here after this entry cleared the name
         try:
-            now = dist.read(entry.path)
+            now = dist.hash(entry.path)  # streamed: memory does not grow with its size
         except CompatkitError as exc:  # unreadable
             problems.append(exc.message)
             continue
-        now_sha = None if now is None else journal.sha256(now)
-        if now_sha not in (entry.before_sha, entry.after_sha):
+        if now not in (_record_form(entry.before_sha), _record_form(entry.after_sha)):
             problems.append(
                 f"{entry.path} holds neither its saved bytes nor the ones the interrupted "
                 "run wrote: it was changed after the crash"
             )
     return problems
+
+
+def _record_form(sha: str | None) -> str | None:
+    """A journal's hex SHA-256 in RECORD's form (the journal checked it is 64 hex digits)."""
+    return None if sha is None else record_hash(bytes.fromhex(sha))
 
 
 def _exists(dist: Dist, relpath: str) -> bool:

@@ -235,7 +235,7 @@ def plan_revert(ov: Overlay, state: State, force: bool) -> list[str]:
     """Plan putting back every original byte; return the problems found (empty: fine)."""
     problems: list[str] = []
     for f in state.files:
-        if _sha(ov.read(f.path)) != f.written_sha:
+        if ov.hash(f.path) != f.written_sha:  # a large one streamed, never read for this
             problems.append(f"{f.path} changed since compatkit wrote it")
     if problems and not force:
         return problems

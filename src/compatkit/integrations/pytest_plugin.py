@@ -25,6 +25,11 @@ from typing import Any
 
 import pytest
 
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from compatkit.load.config import ProjectConfig
+
 EXIT_PATCHES_MISSING = 4  # pytest's own "usage error" code: the environment is not usable
 _HEADER = pytest.StashKey[list[str]]()
 
@@ -48,13 +53,12 @@ def verdict(start: Path, allow_empty: bool) -> tuple[list[str], str | None]:
     the lines to report, and the failure's whole message (None: passed)."""
     from compatkit.env.target import Environment
     from compatkit.errors import CompatkitError
-    from compatkit.load.config import find_config
     from compatkit.load.registry import Registry
     from compatkit.ops import verify
 
     registry, names = Registry([]), list[str]()
     try:
-        config = find_config(start)
+        config = _configured(start)
         registry = Registry(list(config.patchset_dirs) if config else [])
         env = Environment.current()
         names, selection, why = verify.unnamed(config, registry, env)
@@ -70,6 +74,18 @@ def verdict(start: Path, allow_empty: bool) -> tuple[list[str], str | None]:
         return [*notes, f"compatkit: {why}; nothing to verify (--compatkit-allow-empty)"], None
     done = f"compatkit: verified {', '.join(names)}: fully applied, every patched file intact"
     return [*notes, done], None
+
+
+def _configured(start: Path) -> ProjectConfig | None:
+    """The project's ``[tool.compatkit]`` table above ``start`` (None: none), its
+    ``safe-environments`` now counted as the command line counts them
+    (:func:`compatkit.env.owners.configure`), beside ``$COMPATKIT_SAFE_ENVIRONMENTS``."""
+    from compatkit.env import owners
+    from compatkit.load.config import find_config
+
+    config = find_config(start)
+    owners.configure(lambda: config.safe_environments if config else ())
+    return config
 
 
 def _failure(exc: Any, registry: Any, names: list[str]) -> str:
@@ -130,11 +146,10 @@ def compatkit_patchset(request: pytest.FixtureRequest) -> Callable[[str], None]:
     def require(name: str) -> None:
         from compatkit.env.target import Environment
         from compatkit.errors import CompatkitError
-        from compatkit.load.config import find_config
         from compatkit.load.registry import Registry
         from compatkit.ops import verify
 
-        config = find_config(Path(str(request.config.rootpath)))
+        config = _configured(Path(str(request.config.rootpath)))
         registry = Registry(list(config.patchset_dirs) if config else [])
         try:
             problems = verify.problems(registry, Environment.current(), name)

@@ -10,7 +10,6 @@ patch, or refuse it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from pathlib import Path
 
@@ -223,7 +222,7 @@ def uninstall(root: Path, env: Environment | None = None) -> Uninstalled:
         raise CompatkitError(f"cannot remove the runtime in {root} ({exc.strerror})") from None
 
 
-def _file_problem(root: Path, key: str, f: dict[str, Any]) -> str | None:
+def _file_problem(folder: trust.Folder, key: str, f: dict[str, Any]) -> str | None:
     """Why the hook would refuse this file (None: it serves it)."""
     origin, original = str(f["origin"]), f["original"]
     try:
@@ -237,10 +236,13 @@ def _file_problem(root: Path, key: str, f: dict[str, Any]) -> str | None:
             return f"{origin} exists, though a patch creates it"
         return f"{origin} is missing" if current is None else f"{origin} changed since prepare"
     if f["patched"] is not None:
-        src = root / disk.DATA / "src" / key / str(f["relpath"])
-        data = src.read_bytes() if src.is_file() else b""
-        if hashlib.sha256(data).hexdigest() != f["patched"]:
-            return f"{src}: not the patched source compatkit wrote"
+        src = f"{disk.DATA}/src/{key}/{f['relpath']}"
+        try:
+            patched = folder.sha256(src)  # streamed, through the folder's descriptors
+        except (OSError, bounded.Refused):
+            patched = None
+        if patched != f["patched"]:
+            return f"{folder.root / src}: not the patched source compatkit wrote"
     return None
 
 
@@ -357,7 +359,7 @@ def check(registry: Registry, root: Path) -> RuntimeReport:
             ) from None
         try:
             files: list[dict[str, Any]] = manifest["files"]
-            broken = {f["relpath"]: _file_problem(root, str(manifest["key"]), f) for f in files}
+            broken = {f["relpath"]: _file_problem(folder, str(manifest["key"]), f) for f in files}
             damaged = damage(folder, manifest)
             live = [] if damaged else served(root, manifest, dict(os.environ))
             found = damaged + [f"a fresh interpreter: {p}" for p in live]

@@ -20,13 +20,13 @@ b'x = 1\\n'
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import shutil
 import stat
-import sys
 from pathlib import Path
 
 from compatkit import bounded
+from compatkit.env.beneath import Tree, rmtree_at
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.runtime import statfacts
 
@@ -35,9 +35,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _OTHERS = stat.S_IWGRP | stat.S_IWOTH
 
 
@@ -95,23 +94,19 @@ def resolve(given: Path) -> Path:
     return Path(os.path.realpath(path.parent)) / path.name
 
 
-def rmtree_at(fd: int, name: str, path: Path) -> None:
-    """``shutil.rmtree`` of the folder ``name`` in the folder open as ``fd``, whose full path
-    is ``path``: by ``dir_fd`` on 3.11+, by ``path`` on 3.10 (its rmtree has no ``dir_fd``;
-    every folder above ``path`` was checked trusted, so the path names the same folder).
-    Either way shutil's own descriptor walk: it refuses a link as the folder named, and
-    removes the links in it without following them."""
-    if sys.version_info >= (3, 11):
-        shutil.rmtree(name, dir_fd=fd)
-    else:
-        shutil.rmtree(path)
-
-
 class Folder:
-    """An open, trusted runtime folder; every path below is relative to it."""
+    """An open, trusted runtime folder; every path below is relative to it. Its files are
+    reached through :class:`compatkit.env.beneath.Tree`, the one descriptor walk: each folder
+    on the way opened in its parent's descriptor with ``O_NOFOLLOW | O_DIRECTORY``, folders
+    made owner-only writable (755)."""
 
     def __init__(self, root: Path, fd: int, removing: bool = False) -> None:
-        self.root, self.fd, self.removing = root, fd, removing
+        self.root, self.removing = root, removing
+        self.tree = Tree(root, fd, dir_mode=0o755)
+
+    @property
+    def fd(self) -> int:
+        return self.tree.fd
 
     @classmethod
     def open(cls, root: Path, whole: bool = True, removing: bool = False) -> Folder:
@@ -183,123 +178,65 @@ class Folder:
         self.close()
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def _parent(self, relpath: str, make: bool) -> tuple[int, str]:
-        """An fd of ``relpath``'s folder (the caller closes it unless it is ``self.fd``)."""
-        *dirs, name = relpath.split("/")
-        fd = self.fd
-        for part in dirs:
-            if make:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-            try:
-                sub = os.open(part, _DIR, dir_fd=fd)
-            finally:
-                if fd != self.fd:
-                    os.close(fd)
-            fd = sub
-        return fd, name
+        self.tree.close()
 
     def write(self, relpath: str, data: bytes) -> None:
         """``relpath`` holds ``data`` (mode 644): a temp file beside it, then os.replace."""
-        fd, name = self._parent(relpath, make=True)
-        tmp = f".{name}.{os.urandom(6).hex()}.compatkit-tmp"
-        try:
-            out = os.open(tmp, _NEW, 0o644, dir_fd=fd)
-            try:
-                os.fchmod(out, 0o644)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(out, view) :]
-            finally:
-                os.close(out)
-            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=fd)
-            raise
-        finally:
-            if fd != self.fd:
-                os.close(fd)
+        self.tree.write(relpath, data, 0o644)
 
     def mkdir(self, name: str) -> None:
         """The folder ``name`` (mode 755) at the top of the folder, made if missing."""
         with contextlib.suppress(FileExistsError):
-            os.mkdir(name, 0o755, dir_fd=self.fd)
+            self.tree.mkdir(name)
 
     def read(self, relpath: str, limit: int = bounded.METADATA) -> bytes | None:
         """The bytes of ``relpath``, or None if it is not there (a link is refused). A file
         that is not a regular one (a user's FIFO ``sitecustomize.py``) or is larger than
         ``limit`` is never read: :class:`compatkit.bounded.Refused`, one line, exit 1."""
-        try:
-            fd, name = self._parent(relpath, make=False)
-        except FileNotFoundError:
-            return None
-        where = str(self.root / relpath)
-        try:
-            f, st = bounded.open_regular(name, dir_fd=fd, follow=False, where=where)
-        except FileNotFoundError:
-            return None
-        finally:
-            if fd != self.fd:
-                os.close(fd)
-        try:
-            return bounded.read_open(f, st, limit, where)
-        finally:
-            os.close(f)
+        return self.tree.read(relpath, limit)
+
+    def sha256(self, relpath: str) -> str | None:
+        """The hex SHA-256 of ``relpath``, streamed (memory does not grow with its size), or
+        None if it is not there; a link or a special file: :class:`compatkit.bounded.Refused`."""
+        digest = self.tree.sha256(relpath)
+        return None if digest is None else digest.hex()
 
     def lstat(self, relpath: str) -> os.stat_result:
-        fd, name = self._parent(relpath, make=False)
-        try:
-            return os.lstat(name, dir_fd=fd)
-        finally:
-            if fd != self.fd:
-                os.close(fd)
+        st = self.tree.lstat(relpath)
+        if st is None:
+            raise FileNotFoundError(
+                errno.ENOENT, os.strerror(errno.ENOENT), self.tree.full(relpath)
+            )
+        return st
 
     def facts(self, relpath: str, expected: bytes) -> statfacts.Facts | None:
         """The stat facts that prove ``relpath`` holds ``expected`` (runtime.statfacts)."""
-        fd, name = self._parent(relpath, make=False)
-        try:
-            f = os.open(name, _FILE, dir_fd=fd)
-        finally:
-            if fd != self.fd:
-                os.close(fd)
+        fd, name = self.tree.at(relpath)
+        f = os.open(name, _FILE, dir_fd=fd)
         try:
             return statfacts.of_fd(f, expected)
         finally:
             os.close(f)
 
     def names(self, relpath: str = "") -> list[str]:
-        if not relpath:
-            return sorted(os.listdir(self.fd))
         try:
-            fd, _ = self._parent(f"{relpath}/x", make=False)
+            return sorted(os.listdir(self.tree.folder(relpath)))
         except FileNotFoundError:
             return []
-        try:
-            return sorted(os.listdir(fd))
-        finally:
-            if fd != self.fd:
-                os.close(fd)
 
     def remove(self, relpath: str) -> bool:
         """Remove the file or folder ``relpath`` (a folder with all in it); False if absent."""
         try:
-            fd, name = self._parent(relpath, make=False)
-        except FileNotFoundError:
-            return False
-        try:
+            fd, name = self.tree.at(relpath)
             st = os.lstat(name, dir_fd=fd)
-            if stat.S_ISDIR(st.st_mode):
-                rmtree_at(fd, name, self.root / relpath)
-            else:
-                os.unlink(name, dir_fd=fd)
-            return True
         except FileNotFoundError:
             return False
-        finally:
-            if fd != self.fd:
-                os.close(fd)
+        if not stat.S_ISDIR(st.st_mode):
+            self.tree.unlink(relpath)
+            return True
+        self.tree.forget(relpath)
+        try:
+            rmtree_at(fd, name)
+        except FileNotFoundError:
+            return False
+        return True
