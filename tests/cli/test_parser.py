@@ -253,3 +253,24 @@ def test_an_abbreviated_global_option_before_the_command_is_not_a_crash() -> Non
     assert ns is not None and ns.command == "status" and ns.python == "x"
     ns = parser.parse(["--patchset-dir", "d", "list"], COMMANDS)
     assert ns is not None and ns.command == "list" and ns.patchset_dir == [Path("d")]
+
+
+def _help_at(argv: list[str], monkeypatch: pytest.MonkeyPatch, columns: int) -> str:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        parser.parse(argv, COMMANDS)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["apply", "--help"]])
+def test_help_is_wrapped_to_the_terminal_width_when_it_is_printed(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The formatter is set up when it first formats text (argparse makes one per
+    ``add_argument`` without formatting anything, issue 48): the help still asks for the
+    terminal's width then, and a subcommand's usage still names it."""
+    narrow, wide = _help_at(argv, monkeypatch, 50), _help_at(argv, monkeypatch, 200)
+    assert max(map(len, narrow.splitlines())) <= 50 < max(map(len, wide.splitlines()))
+    prog = " ".join(["compatkit", *argv[:-1]])
+    assert narrow.startswith(f"usage: {prog} [-h]"), narrow[:80]

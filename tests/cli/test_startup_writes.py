@@ -30,39 +30,44 @@ from helpers import Demo
 # compatkit below cli/: what an apply and a revert need, and nothing else
 SHARED = {
     "compatkit", "compatkit.atomic", "compatkit.bounded", "compatkit.errors",
-    "compatkit.value", "compatkit.engine", "compatkit.engine.hunks", "compatkit.env",
+    "compatkit.value", "compatkit.env",
     "compatkit.env.plan", "compatkit.env.session", "compatkit.env.state", "compatkit.env.target",
     "compatkit.env.txn", "compatkit.load", "compatkit.load.cache", "compatkit.load.config",
     "compatkit.load.registry", "compatkit.load.trust", "compatkit.model",
-    "compatkit.model.answers", "compatkit.model.diff", "compatkit.model.journal",
-    "compatkit.model.names", "compatkit.model.ownership", "compatkit.model.patchset",
-    "compatkit.model.paths", "compatkit.model.records", "compatkit.model.results",
+    "compatkit.model.answers", "compatkit.model.journal",
+    "compatkit.model.names", "compatkit.model.ownership",
+    "compatkit.model.paths", "compatkit.model.records", "compatkit.model.action",
     "compatkit.model.startup_code", "compatkit.ops",
-    "compatkit.model.mail",  # a patch file that is a mail (model.patchset reads it): re only
     # issue 46: every write through folder descriptors (beneath.Tree), another user's
     # environment refused (owners); issue 47: the rollback checks out of txn (diskcheck)
     "compatkit.env.beneath", "compatkit.env.owners", "compatkit.env.diskcheck",
-    # issue 46: a file as the hunks see it, its bytes and line starts (re only)
-    "compatkit.engine.lines",
+}  # fmt: skip
+# what reading and applying a patch needs: the diff reader, the patchset model (a patch file
+# that is a mail: model.mail, re only) and the hunk engine (engine.lines, issue 46: a file as
+# the hunks see it, its bytes and line starts, re only)
+PATCHES = {
+    "compatkit.model.diff", "compatkit.model.patchset", "compatkit.model.mail",
+    "compatkit.engine", "compatkit.engine.hunks", "compatkit.engine.lines",
 }  # fmt: skip
 OWN = {
     # apply checks the target (requirements, drift) and validates the patchset it loads
-    "apply": SHARED | {"compatkit.ops.apply", "compatkit.env.checks", "compatkit.load.validate"},
-    # revert reads the state it undoes: no patchset is loaded, validated or checked
+    "apply": SHARED
+    | PATCHES
+    | {"compatkit.ops.apply", "compatkit.env.checks", "compatkit.load.validate"},
+    # revert reads the state it undoes: no patchset is loaded, validated or checked, and no
+    # patch is read (issue 48: env.plan and load.registry import them where apply uses them)
     "revert": SHARED | {"compatkit.ops.revert"},
 }
 
 # the standard library's top-level modules either command may load on 3.10 to 3.13: the
-# interpreter's own (gc, importlib), the CLI (argparse with gettext and locale, and shutil
-# with zlib, bz2 and lzma for its formatter's terminal size; pathlib with fnmatch, ntpath,
-# urllib and ipaddress), re and what it imports (enum, functools, collections, ...), json (the
-# state, the journal's index), ctypes (syncfs), fcntl (the lock), hashlib, base64 and csv
-# (RECORD's hashes and rows, issue 47: public modules, no second implementation), hmac (the
-# start-up cache's MAC), bisect (numbering RECORD lines), signal (cli.entry's handlers)
+# interpreter's own (gc, importlib), the CLI (argparse with gettext and locale; pathlib with
+# fnmatch, ntpath, urllib and ipaddress), re and what it imports (enum, functools, collections,
+# ...), json (the state, the journal's index), ctypes (syncfs), fcntl (the lock), hashlib, base64
+# and csv (RECORD's hashes and rows, issue 47: public modules, no second implementation), hmac
+# (the start-up cache's MAC), bisect (numbering RECORD lines), signal (cli.entry's handlers)
 STDLIB = {
     "__future__", "_blake2", "_collections", "_ctypes", "_functools", "_json", "_locale",
     "_operator", "_hashlib", "hashlib", "hmac", "base64", "csv", "_csv",
-    "shutil", "zlib", "bz2", "_bz2", "lzma", "_lzma", "_compression",
     "signal", "_signal", "_sre", "_struct", "argparse", "binascii", "bisect",
     "_bisect", "collections", "contextlib", "copyreg", "ctypes", "enum", "errno", "fcntl",
     "fnmatch", "functools", "gc", "gettext", "importlib", "ipaddress", "itertools", "json",
@@ -85,8 +90,13 @@ ALLOWED = {
 }
 
 # never on either path: packaging.utils and what its packaging.tags imports (compatkit.model.names
-# normalizes names), the rich console, the modules only other commands need
+# normalizes names), the rich console, the modules only other commands need, and shutil (with
+# zlib, bz2 and lzma): argparse asks it for the terminal's width only when help is formatted
+# (cli.parser's formatter, issue 48); model.results, whose enums cost an import their building
+# (Action, all that apply and revert report, is in model.action)
 NEVER = (
+    "shutil", "zlib", "bz2", "lzma",
+    "compatkit.model.results",  # the reported states' enums: apply and revert's is model.action
     "packaging.utils", "packaging.tags", "packaging.requirements", "packaging.markers",
     "logging", "platform", "subprocess", "sysconfig", "threading", "rich",
     "textwrap", "tomllib", "tomli", "email", "dataclasses", "inspect", "tempfile", "zipfile",

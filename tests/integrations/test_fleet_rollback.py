@@ -13,7 +13,8 @@ import pytest
 
 from compatkit.cli.commands.fleet import render
 from compatkit.cli.output import Output
-from compatkit.model.results import Action, NodeEnd, PatchsetState, PatchState
+from compatkit.model.action import Action
+from compatkit.model.results import NodeEnd, PatchsetState, PatchState
 from compatkit.ops import fleet_rollback
 from compatkit.ops.fleet import FleetResult, NodeAnswer, NodeReport, PatchsetOnNode
 from compatkit.ops.fleet_nodes import PatchRow

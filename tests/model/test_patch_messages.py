@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from compatkit.errors import PatchFormatError
-from compatkit.model.diff import parse_diff, shown
+from compatkit.model.diff import parse_diff
+from compatkit.model.paths import shown
 from helpers import DEMO_FILES, PATCH_GREET, Demo, write_patchset
 
 HEAD = (

@@ -7,9 +7,9 @@ from enum import Enum
 
 from compatkit.env.target import Environment
 from compatkit.load.registry import Registry
+from compatkit.model.action import Action
 from compatkit.model.results import (
     MATRIX_STATES,
-    Action,
     DiffState,
     PatchsetState,
     PatchState,

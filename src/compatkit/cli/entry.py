@@ -2,13 +2,16 @@
 
 Ctrl-C ends with one line, "compatkit: interrupted", and exit code 130, never a traceback:
 
-- while the CLI is being imported, a handler writes the line (with ``--json``, a document
-  too: ``ok`` false, ``error`` "interrupted") and leaves at once (nothing is read or written
-  yet). ``KeyboardInterrupt`` cannot be relied on there: raised inside an
-  import it can surface as another exception (Python 3.10 and 3.11 wrap an exception raised
-  in ``__set_name__``, as ``ipaddress``'s ``cached_property`` does, in ``RuntimeError``);
-- while a command runs, ``KeyboardInterrupt`` is raised as usual, so a transaction rolls
-  back in its own ``finally`` blocks, and becomes the line and 130 (and ``--json``'s
+- while the CLI and the command's module are being imported (the arguments are read then,
+  nothing else), a handler writes the line (with ``--json``, a document too: ``ok`` false,
+  ``error`` "interrupted") and leaves at once (nothing is written yet).
+  ``KeyboardInterrupt`` cannot be relied on there: raised inside an import it can surface as
+  another exception (Python 3.10 and 3.11 wrap an exception raised in ``__set_name__``, as
+  ``ipaddress``'s ``cached_property`` does, in ``RuntimeError``) or be lost in importlib's
+  lock callbacks;
+- while a command runs, ``KeyboardInterrupt`` is raised as usual (one that lands where Python
+  cannot raise it, as in importlib's lock callbacks, is delivered again), so a transaction
+  rolls back in its own ``finally`` blocks, and becomes the line and 130 (and ``--json``'s
   document, compatkit.cli.main);
 - once the command is done, Ctrl-C is ignored while the interpreter shuts down: the result
   stands (Python would otherwise end the process by the signal, with no line).
@@ -43,19 +46,38 @@ def _interrupted(signum: int, frame: object) -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def _unraisable(unraisable: "sys.UnraisableHookArgs") -> None:
+    """A Ctrl-C that Python could not raise where it landed (in a callback of importlib's
+    module locks, a ``__del__``...) is delivered again, to be raised in the command's own code
+    a moment later, instead of being printed as "Exception ignored" with a traceback and lost.
+    A signal sent to itself here would be raised in this hook (and lost again): a timer's
+    signal arrives once the hook has returned."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        signal.signal(signal.SIGALRM, _raise_interrupt)
+        signal.setitimer(signal.ITIMER_REAL, 0.001)
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _loaded() -> None:
-    """The command's modules are imported: freeze what the imports made, collect from here."""
+    """The command's modules are imported: freeze what the imports made, collect from here,
+    and let Ctrl-C raise ``KeyboardInterrupt`` from now on."""
     gc.freeze()
     gc.enable()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run() -> int:
     gc.disable()  # until _loaded
-    signal.signal(signal.SIGINT, _interrupted)
+    signal.signal(signal.SIGINT, _interrupted)  # until _loaded
+    sys.unraisablehook = _unraisable
     try:
         from compatkit.cli.main import main
 
-        signal.signal(signal.SIGINT, signal.default_int_handler)
         code = main(loaded=_loaded)
     except KeyboardInterrupt:
         sys.stderr.write("compatkit: interrupted\n")

@@ -33,12 +33,30 @@ DESCRIPTION = (
 )
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, set up when it first formats text: argparse makes one at every
+    ``add_argument`` only to check the metavar against ``nargs`` (``_format_args``, which
+    reads no width), and a formatter's set-up asks shutil for the terminal's width (shutil
+    imports zlib, bz2 and lzma), which a command that prints no help never needs."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        self._pending = (prog, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        pending = self.__dict__.pop("_pending", None)
+        if pending is None:
+            raise AttributeError(name)
+        super().__init__(pending[0], **pending[1])  # every attribute argparse's formatter has
+        return getattr(self, name)
+
+
 class _Parser(argparse.ArgumentParser):
     command: str | None = None  # the top parser: the command named on the line, if known
     verb: str | None = None  # and its sub-verb (runtime's, matrix's, fleet's), once read
     names: Sequence[str] = ()  # every command, where the parser was built with one only
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
         # no prefixes: `verify --all` is not `verify --allow-empty`, and a flag added later
         # never changes what an abbreviation in someone's script meant
         kwargs.setdefault("allow_abbrev", False)
@@ -96,7 +114,10 @@ def build(commands: Commands, filled: Collection[str], top: _Parser | None = Non
     """The parser of ``commands`` (on ``top``, else a new one): each a name and a summary,
     and for those in ``filled`` its arguments too (its module's ``add_arguments``)."""
     parser = top or _top()[0]
-    cmds = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    # prog: what argparse formats from the usage of the options before it (none positional)
+    cmds = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, prog=parser.prog
+    )
     for name, (module, summary) in commands.items():
         if summary is None:  # hidden: not in the help's list
             sub = cmds.add_parser(name)

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 
 from compatkit.engine.lines import Cursor, Text, encoded
 from compatkit.errors import CompatkitError
-from compatkit.model.diff import FileDiff, Hunk, shown
+from compatkit.model.diff import FileDiff, Hunk
+from compatkit.model.paths import shown
 from compatkit.value import Value
 
 

@@ -19,13 +19,13 @@ from compatkit.env.target import Dist, Environment
 from compatkit.model import answers, startup_code
 from compatkit.model.diff import FileDiff
 from compatkit.model.patchset import Patchset, marker_holds, requirement_admits
-from compatkit.model.results import DiffState, PatchState
 from compatkit.value import Value
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from compatkit.model.patchset import Facts
+    from compatkit.model.results import DiffState, PatchState
 
 
 def _version_problem(facts: Facts, text: str, found: str | None) -> str | None:
@@ -166,6 +166,8 @@ def _compiles(source: bytes) -> bool:
 
 def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
     """Try every patch on the current files: applies, already present, or conflicts."""
+    from compatkit.model.results import DiffState, PatchState  # the states: not apply's
+
     ps.bind_names(dist.files.is_file)
     paths = {path for p in ps.patches for fd in p.files for path in fd.paths}
     contents = {path: dist.read(path) for path in paths}
@@ -198,6 +200,8 @@ def textual_status(ps: Patchset, dist: Dist) -> list[PatchStatus]:
 def _mark_startup(ps: Patchset, statuses: list[PatchStatus]) -> list[PatchStatus]:
     """Say which patches touch start-up code; one that would apply but is undeclared is
     refused, as ``apply`` refuses it."""
+    from compatkit.model.results import DiffState, PatchState  # the states: not apply's
+
     for s, patch in zip(statuses, ps.patches, strict=True):
         s.startup = startup_code.touches(ps, patch)
         if not s.startup:
@@ -220,6 +224,8 @@ def patch_statuses(
 def _statuses(
     ps: Patchset, env: Environment, dist: Dist | None, state: State | None
 ) -> list[PatchStatus]:
+    from compatkit.model.results import PatchState  # the states: not apply's
+
     if state is None:
         mismatch = target_problem(ps, dist)
         problems = [mismatch] if mismatch else requirement_problems(ps, env, dist)

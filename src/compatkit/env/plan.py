@@ -9,7 +9,6 @@ one on the same overlay, so both land in one transaction.
 from __future__ import annotations
 
 from compatkit import bounded
-from compatkit.engine.hunks import SeriesConflict, SeriesResult, apply_series
 from compatkit.env.state import (
     FileState,
     PycState,
@@ -22,15 +21,17 @@ from compatkit.env.target import Dist
 from compatkit.env.txn import Change
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.model import startup_code
-from compatkit.model.diff import shown
 from compatkit.model.ownership import Ownership
-from compatkit.model.patchset import Patch, Patchset
+from compatkit.model.paths import shown
 from compatkit.model.records import Record, Row, hash_bytes, row_for, row_with
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from typing import Protocol
+
+    from compatkit.engine.hunks import SeriesResult
+    from compatkit.model.patchset import Patch, Patchset
 
     class Files(Protocol):
         """What planning reads (see :class:`compatkit.env.target.DiskFiles` for each)."""
@@ -374,6 +375,8 @@ def plan_apply(
     if problems:
         raise CompatkitError(f"{ps.name}: refusing to apply", problems)
     base = {path: ov.read(path) for path in paths}
+    from compatkit.engine.hunks import SeriesConflict, apply_series  # apply's: not revert's
+
     try:
         result = apply_series(base, [(p.id, p.files) for p in selected])
     except SeriesConflict as exc:

@@ -18,12 +18,13 @@ from compatkit import bounded
 from compatkit.errors import UsageError
 from compatkit.load.trust import Finding, Resolver, check_folder, refusal, shown, survey_all
 from compatkit.model.names import normalize_name
-from compatkit.model.patchset import Patch, Patchset
 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
+
+    from compatkit.model.patchset import Patch, Patchset
 
 
 def bundled_dirs() -> list[Path]:

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from compatkit.errors import PatchFormatError
+from compatkit.model.paths import shown
 from compatkit.value import Value
 
 TYPE_CHECKING = False
@@ -229,17 +230,6 @@ def parse_diff(
     if not files:
         raise PatchFormatError(f"{label}: contains no diff")
     return tuple(files)
-
-
-def shown(text: str) -> str:
-    """``text`` for a one-line message, never ambiguous: as it is, or quoted as Python quotes
-    it (``repr``: control and undecodable characters escaped) when it holds one of those or
-    begins or ends with white space, which would be invisible.
-
-    >>> print(shown("pkg/m.py"), shown("pkg/m.py  "), shown("pkg/\\x1b[2Jm.py"))
-    pkg/m.py 'pkg/m.py  ' 'pkg/\\x1b[2Jm.py'
-    """
-    return text if text.isprintable() and text == text.strip() else repr(text)
 
 
 def changes_eol(lines: Sequence[tuple[str, str]], eols: Sequence[str]) -> bool:

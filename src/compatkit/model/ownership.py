@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 
-from compatkit.model.diff import shown
+from compatkit.model.paths import shown
 
 
 class Ownership:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from compatkit.errors import PatchFormatError
 from compatkit.model import answers
-from compatkit.model.diff import FileDiff, parse_diff, shown
+from compatkit.model.diff import FileDiff, parse_diff
 from compatkit.model.mail import read_mail
+from compatkit.model.paths import shown
 from compatkit.value import Value
 
 TYPE_CHECKING = False

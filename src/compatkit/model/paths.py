@@ -31,6 +31,17 @@ def quoted(path: str) -> str:
     return repr(path) if len(path) <= 120 else repr(f"{path[:60]}...{path[-60:]}")
 
 
+def shown(text: str) -> str:
+    """``text`` for a one-line message, never ambiguous: as it is, or quoted as Python quotes
+    it (``repr``: control and undecodable characters escaped) when it holds one of those or
+    begins or ends with white space, which would be invisible.
+
+    >>> print(shown("pkg/m.py"), shown("pkg/m.py  "), shown("pkg/\\x1b[2Jm.py"))
+    pkg/m.py 'pkg/m.py  ' 'pkg/\\x1b[2Jm.py'
+    """
+    return text if text.isprintable() and text == text.strip() else repr(text)
+
+
 def _refuse(path: str, why: str) -> CompatkitError:
     return CompatkitError(f"refused path {quoted(path)}: {why}")
 

@@ -6,7 +6,7 @@
 - :class:`UpstreamState`: where a patch stands against a newer release (``upstream``);
 - :class:`PortState`: how it ports by three-way merge (``rebase``);
 - :class:`SmokeState`: what its smoke test says (``smoke``, ``prove``, ``matrix``);
-- :class:`Action`: what an ``apply`` or ``revert`` did.
+- :class:`Action`: what an ``apply`` or ``revert`` did (:mod:`compatkit.model.action`).
 
 A result is compared by identity (``is DiffState.CONFLICT``), never by ``startswith`` on a
 message, and a value of one domain is never taken for another's (mypy --strict checks it).
@@ -23,22 +23,10 @@ ValueError: 'pass' is not a matrix state
 
 from __future__ import annotations
 
-from enum import Enum
+from compatkit.model.action import TextEnum
 
 
-class _State(str, Enum):
-    """A state whose ``str()`` and format are its value, the text users see."""
-
-    _value_: str
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-
-class PatchState(_State):
+class PatchState(TextEnum):
     """A patch in an environment."""
 
     APPLIED = "applied"
@@ -51,7 +39,7 @@ class PatchState(_State):
     RUNTIME = "applied (runtime)"  # served patched by runtime mode's import hook
 
 
-class PatchsetState(_State):
+class PatchsetState(TextEnum):
     """A whole patchset in an environment, from its patches' states (``status``'s summary)."""
 
     APPLIED = "applied"
@@ -65,7 +53,7 @@ class PatchsetState(_State):
     NOT_APPLIED = "not applied"
 
 
-class DiffState(_State):
+class DiffState(TextEnum):
     """What a patch's diff does to the files it touches."""
 
     APPLIES = "applies"
@@ -73,7 +61,7 @@ class DiffState(_State):
     CONFLICT = "conflict"
 
 
-class UpstreamState(_State):
+class UpstreamState(TextEnum):
     """Where a patch stands against a newer release (``upstream``, ``matrix``)."""
 
     UPSTREAM = "upstream"
@@ -82,7 +70,7 @@ class UpstreamState(_State):
     REMOVED_UPSTREAM = "removed upstream"  # its files are gone from the release: retire it
 
 
-class PortState(_State):
+class PortState(TextEnum):
     """How a patch (or one file of it) ports by three-way merge (``rebase``)."""
 
     CLEAN = "clean"
@@ -92,7 +80,7 @@ class PortState(_State):
     CONFLICT = "conflict"
 
 
-class SmokeState(_State):
+class SmokeState(TextEnum):
     """A smoke test's verdict."""
 
     PASS = "pass"
@@ -100,16 +88,7 @@ class SmokeState(_State):
     NOT_RUN = "not run"  # the release's dependencies cannot be installed: files only
 
 
-class Action(_State):
-    """What an ``apply`` or ``revert`` did."""
-
-    APPLIED = "applied"
-    DRY_RUN = "dry-run"
-    REVERTED = "reverted"
-    NONE = "none"  # nothing to do: already applied, or nothing to revert
-
-
-class NodeEnd(_State):
+class NodeEnd(TextEnum):
     """Where ``fleet apply`` left a node (its reason beside it: which patchsets, why)."""
 
     UNCHANGED = "unchanged"  # this run applied nothing there

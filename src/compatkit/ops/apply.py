@@ -11,8 +11,8 @@ from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError, UsageError
 from compatkit.load.registry import Registry
 from compatkit.model import startup_code
+from compatkit.model.action import Action
 from compatkit.model.patchset import Patchset
-from compatkit.model.results import Action
 from compatkit.value import Value
 
 TYPE_CHECKING = False

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from compatkit.errors import CompatkitError
-from compatkit.model.results import Action, NodeEnd, PatchsetState, PatchState
+from compatkit.model.action import Action
+from compatkit.model.results import NodeEnd, PatchsetState, PatchState
 from compatkit.value import Value
 
 

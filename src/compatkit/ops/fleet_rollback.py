@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compatkit.model.results import Action, NodeEnd
+from compatkit.model.action import Action
+from compatkit.model.results import NodeEnd
 from compatkit.ops.fleet_nodes import FleetResult, NodeReport, run_on
 
 UNKNOWN = (

@@ -8,7 +8,7 @@ from compatkit.env.state import State, stacked_on
 from compatkit.env.target import Dist, Environment
 from compatkit.errors import CompatkitError
 from compatkit.load.registry import Registry
-from compatkit.model.results import Action
+from compatkit.model.action import Action
 from compatkit.value import Value
 
 TYPE_CHECKING = False

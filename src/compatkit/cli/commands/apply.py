@@ -10,7 +10,7 @@ from __future__ import annotations
 from compatkit.cli import options
 from compatkit.cli.output import count
 from compatkit.errors import UsageError
-from compatkit.model.results import Action
+from compatkit.model.action import Action
 
 TYPE_CHECKING = False
 
