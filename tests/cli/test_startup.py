@@ -109,16 +109,17 @@ def test_read_only_commands_stay_off_heavy_imports(
     code, out, loaded = _run_in(demo.venv, tmp_path, "status", "--patchset-dir", ps)
     assert code == 0 and TOML in loaded, out
     assert list(toml_dir.glob("*.bin"))  # one entry per patchset.toml seen
-    for args, expect in (
-        (["status"], "applied"),
-        (["verify"], "intact"),
-        (["explain", "patch-1"], "Greet politely"),
+    for args, expect, more in (
+        (["status"], "applied", ("csv",)),  # no RECORD read: csv stays off
+        (["verify"], "intact", ()),
+        (["explain", "patch-1"], "Greet politely", ("csv",)),
+        (["list"], "demo-fix", ("csv",)),
     ):
         # warm: the command has run once, so the start-up cache holds packaging's answers to
         # its own questions (explain asks one that status and verify do not); then packaging,
         # and with it typing (TYPE_CHECKING = False, CONTRIBUTING.md), stays unimported
         _run_in(demo.venv, tmp_path, *args, "--patchset-dir", ps)
-        watched = (*HEAVY, *WRITING, "typing", "packaging.version")
+        watched = (*HEAVY, *WRITING, "typing", "packaging.version", *more)
         code, out, loaded = _run_in(
             demo.venv, tmp_path, *args, "--patchset-dir", ps, watched=watched
         )

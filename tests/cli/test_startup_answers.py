@@ -1,5 +1,5 @@
 """packaging's answers remembered for the read-only commands (benchmark P1): a warm status,
-verify or explain imports none of packaging's modules; a changed installed version, a new
+verify, explain or list imports none of packaging's modules; a changed installed version, a new
 folder name or a tampered entry is asked again; a command that writes always asks packaging."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def target(tmp_path: Path, make_venv: Callable[..., Venv]) -> Target:
     return Target(tmp_path, make_venv())
 
 
-READ_ONLY = (["status"], ["explain", "demo-fix:patch-1"], ["verify", "demo-fix"])
+READ_ONLY = (["status"], ["explain", "demo-fix:patch-1"], ["verify", "demo-fix"], ["list"])
 
 
 def test_a_warm_read_only_command_imports_no_packaging(target: Target) -> None:

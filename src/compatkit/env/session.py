@@ -19,10 +19,9 @@ the writing side (and a recovery) imports :mod:`compatkit.env.txn` (start-up tim
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from compatkit.env import owners
 from compatkit.env.state import JOURNAL, State, find_applied, load_state, state_names, state_relpath
@@ -46,11 +45,9 @@ class Session:
         self._states: dict[str, State | None] = {}  # loaded under this session's lock
 
     @classmethod
-    @contextlib.contextmanager
-    def open(cls, dist: Dist, exclusive: bool = True) -> Iterator[Session]:
+    def open(cls, dist: Dist, exclusive: bool = True) -> _Opened:
         """Lock ``dist``'s site-packages; an exclusive session first recovers (see txn)."""
-        with locked(dist, exclusive):
-            yield cls(dist, _recover(dist) if exclusive else False)
+        return _Opened(dist, exclusive)
 
     def state(self, patchset: str) -> State | None:
         """``patchset``'s state here (None: not applied), read once per session."""
@@ -107,8 +104,29 @@ def _recover(dist: Dist) -> bool:
     return txn.recover(dist)
 
 
-@contextlib.contextmanager
-def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
+class _Opened:
+    """:meth:`Session.open`'s ``with``: the lock, then the session (a class, not
+    ``contextlib.contextmanager``: contextlib is not on the read-only commands' path, P1)."""
+
+    __slots__ = ("_lock", "_exclusive")
+
+    def __init__(self, dist: Dist, exclusive: bool) -> None:
+        self._lock, self._exclusive = locked(dist, exclusive), exclusive
+
+    def __enter__(self) -> Session:
+        dist = self._lock.dist
+        self._lock.__enter__()
+        try:
+            return Session(dist, _recover(dist) if self._exclusive else False)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+
+
+class locked:  # lower case: used as the function it was, ``with locked(dist):``
     """Hold a lock on the site-packages root so two compatkit runs cannot interleave.
 
     An environment another user owns is refused first (:mod:`compatkit.env.owners`).
@@ -116,12 +134,24 @@ def locked(dist: Dist, exclusive: bool = True) -> Iterator[None]:
     A lock another run holds is waited for, with one line on stderr naming the holder, for at
     most ``$COMPATKIT_LOCK_TIMEOUT`` seconds (default 600); then a clear error.
     """
-    owners.check_site(dist.root)  # another user's environment: refused unless named safe
-    fd = os.open(dist.root, os.O_RDONLY)
-    try:
-        _acquire(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, dist)
-        yield
-    finally:
+
+    __slots__ = ("dist", "_exclusive", "_fd")
+
+    def __init__(self, dist: Dist, exclusive: bool = True) -> None:
+        self.dist, self._exclusive, self._fd = dist, exclusive, -1
+
+    def __enter__(self) -> None:
+        owners.check_site(self.dist.root)  # another user's environment: refused unless safe
+        fd = os.open(self.dist.root, os.O_RDONLY)
+        try:
+            _acquire(fd, fcntl.LOCK_EX if self._exclusive else fcntl.LOCK_SH, self.dist)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        fd, self._fd = self._fd, -1
         os.close(fd)  # closing releases the lock
 
 

@@ -104,17 +104,26 @@ def _declaring(site_dirs: Sequence[str]) -> Iterator[Path]:
     it costs microseconds per distribution (issue 36's bench, G-status)."""
     group = GROUP.encode()
     for base in site_dirs:
-        try:
-            entries = sorted(e.name for e in os.scandir(base) if e.name.endswith(".dist-info"))
+        try:  # each file is opened from the folder's descriptor: one path walk less per file
+            folder = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:  # no such folder (lib64 on this system, say)
             continue
-        for name in entries:
-            try:
-                text = bounded.read(f"{base}/{name}/entry_points.txt", 1 << 20)
-            except (OSError, bounded.Refused):
-                continue
-            if group in text:
-                yield Path(base, name)
+        try:
+            entries = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".dist-info"))
+            found = [name for name in entries if group in _entry_points(folder, base, name)]
+        finally:
+            os.close(folder)
+        yield from (Path(base, name) for name in found)
+
+
+def _entry_points(folder: int, base: str, name: str) -> bytes:
+    """The entry_points.txt of ``name`` in the folder open as ``folder`` (b"": none, or not
+    one to read: not a regular file, over its bound)."""
+    where = f"{base}/{name}/entry_points.txt"
+    try:
+        return bounded.read(f"{name}/entry_points.txt", 1 << 20, dir_fd=folder, where=where)
+    except (OSError, bounded.Refused):
+        return b""
 
 
 def _is_file(path: Path) -> bool:

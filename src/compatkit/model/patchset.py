@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -204,6 +205,12 @@ class Patchset(Value):
         return req.name, str(req.specifier), req.marker is not None, str(req)
 
     @property
+    def shown_requires(self) -> list[str]:
+        """Each ``requires`` entry as packaging prints it (through :meth:`requirement`: a
+        read-only command takes it from the remembered answers)."""
+        return [self.requirement(text)[3] for text in self.requires_text]
+
+    @property
     def requires(self) -> tuple[Requirement, ...]:
         if self._requires is None and not self.requires_text:
             self._requires = ()  # no packaging import for a patchset without requirements
@@ -363,14 +370,25 @@ def smoke_clashes(dirs: list[Path]) -> list[str]:
     seen: set[str] = set()
     clashes: list[str] = []
     for d in dirs:
-        for f in sorted(d.rglob("*")):
-            if not f.is_file() or "__pycache__" in f.parts or f.suffix == ".pyc":
-                continue
-            rel = f.relative_to(d).as_posix()
+        for rel in sorted(_smoke_files(str(d))):
             if rel in seen:
                 clashes.append(rel)
             seen.add(rel)
     return clashes
+
+
+def _smoke_files(top: str) -> list[str]:
+    """The files below ``top`` (a link to one too), relative to it, ``/``-separated; not in
+    ``__pycache__``, not ``.pyc``. ``os.walk``: no ``Path`` per entry, and no descent into the
+    ``__pycache__`` folders an install compiles (every status and explain loads them: P1)."""
+    found = []
+    for here, subdirs, files in os.walk(top):  # a link to a folder is not entered
+        subdirs[:] = [s for s in subdirs if s != "__pycache__"]
+        rel = os.path.relpath(here, top)
+        for name in files:
+            if os.path.splitext(name)[1] != ".pyc" and os.path.isfile(os.path.join(here, name)):
+                found.append(name if rel == "." else f"{rel}/{name}".replace(os.sep, "/"))
+    return found
 
 
 def requirement_admits(text: str, version: str) -> bool:

@@ -13,7 +13,6 @@ b'pkg/m.py,sha256=Ngi8oeROpsTSaOttsCJgJpiSwLQrhrvx53pvoWw8koI,3\\npkg-1.dist-inf
 from __future__ import annotations
 
 import base64
-import csv
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from hashlib import sha256
@@ -50,6 +49,8 @@ class Row(Value):
 
     @classmethod
     def from_raw(cls, raw: str) -> Row:
+        import csv  # here, as in each reader of rows: status and explain read no RECORD (P1)
+
         try:
             fields = next(csv.reader([raw]))
         except (csv.Error, StopIteration):  # an unclosed quote; an empty line
@@ -74,6 +75,7 @@ def row_for(path: str, data: bytes | None) -> Row:
 def row_with(path: str, digest: tuple[str, int] | None) -> Row:
     """A RECORD row for ``path`` with ``digest`` (its RECORD hash and size, as a file hashed
     while streamed has them; None: no hash, as for RECORD itself)."""
+    import csv
     import io
 
     buf = io.StringIO()
@@ -95,6 +97,8 @@ def _encoded(text: str) -> bytes | None:
 def _paths_of(raws: list[str]) -> list[str]:
     """Each row's path, in order, as :meth:`Row.from_raw` reads it: csv in one pass over rows
     with no quote character (each row is then one csv record), row by row otherwise."""
+    import csv
+
     if not any('"' in r for r in raws):
         try:
             return [fields[0] if fields else "" for fields in csv.reader(raws)]
@@ -106,6 +110,7 @@ def _paths_of(raws: list[str]) -> list[str]:
 def _csv_forms(path: str) -> list[str]:
     """How a row's text can start with ``path`` as its first field: as csv writes it (quoted
     only when it must be) and, if different, wholly quoted (a writer quoting every field)."""
+    import csv
     import io
 
     buf = io.StringIO()
@@ -158,6 +163,8 @@ class Record(Value):
 
     @property
     def rows(self) -> tuple[Row, ...]:
+        import csv
+
         raws = self._raw_list()
         if not any('"' in r for r in raws):
             try:  # one csv record a row: read in one pass

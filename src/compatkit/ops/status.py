@@ -229,7 +229,7 @@ class Listed(Value):
                 "version": ps.version,
                 "patches": len(ps.patches),
                 "target": ps.target,
-                "requires": [str(r) for r in ps.requires],
+                "requires": ps.shown_requires,
                 "state": here,
                 "path": str(ps.root),
                 "source": source,

@@ -25,7 +25,7 @@ def list_patchsets(listed: ops.Listed, out: Output) -> int:
             ps.name,
             ps.version,
             ps.target,
-            ", ".join(str(r) for r in ps.requires),
+            ", ".join(ps.shown_requires),
             str(len(ps.patches)),
             str(here),
             source,
