@@ -109,6 +109,33 @@ diff --git a/demo/util.py b/demo/util.py
  line21 = 21
 """
 
+# util.py's line 20 changed, with two lines of context each side: the hunk the rename, copy
+# and traditional-name tests below demo/util.py share
+UTIL_LINE20_HUNK = """\
+@@ -19,5 +19,5 @@
+ line18 = 18
+ line19 = 19
+-line20 = 20
++line20 = 200
+ line21 = 21
+ line22 = 22
+"""
+# a patch that only makes demo/greet.py executable
+MODE_ONLY_DIFF = """\
+diff --git a/demo/greet.py b/demo/greet.py
+old mode 100644
+new mode 100755
+"""
+
+
+def patch_text(patch_id: str, diff: str, title: str = "t", smoke: int = 1) -> str:
+    """A patch file: the header fields every patch needs, then ``diff``."""
+    return (
+        f"Patch-Id: {patch_id}\nTitle: {title}\nSymptom: s\nCause: c\nFix: f\n"
+        f"Smoke-Test: smoke/test_patch_{smoke}.py\n---\n{diff}"
+    )
+
+
 SMOKE_1 = "import demo.greet\n\ndef test_polite():\n    assert demo.greet.hello('x') == 'hi x'\n"
 SMOKE_2 = "import demo.util\n\ndef test_line20():\n    assert demo.util.line20 == 200\n"
 

@@ -12,26 +12,23 @@ from pathlib import Path
 import pytest
 
 from compatkit.load.validate import load_patchset
-from helpers import DEMO_FILES, Demo, build_wheel, run_cli, write_patchset
+from helpers import (
+    DEMO_FILES,
+    UTIL_LINE20_HUNK,
+    Demo,
+    build_wheel,
+    patch_text,
+    run_cli,
+    write_patchset,
+)
 
-TRADITIONAL = """\
-Patch-Id: patch-9
-Title: Line 20
-Symptom: s
-Cause: c
-Fix: f
-Smoke-Test: smoke/test_patch_2.py
----
---- demo/util.py\t2024-01-01 00:00:00.000000000 +0000
-+++ demo/util_new.py\t2024-01-01 00:00:00.000000000 +0000
-@@ -19,5 +19,5 @@
- line18 = 18
- line19 = 19
--line20 = 20
-+line20 = 200
- line21 = 21
- line22 = 22
-"""
+TRADITIONAL = patch_text(
+    "patch-9",
+    "--- demo/util.py\t2024-01-01 00:00:00.000000000 +0000\n"
+    "+++ demo/util_new.py\t2024-01-01 00:00:00.000000000 +0000\n" + UTIL_LINE20_HUNK,
+    "Line 20",
+    smoke=2,
+)
 
 
 def _trad(base: Path) -> Path:

@@ -12,20 +12,9 @@ import stat
 import zipfile
 from pathlib import Path
 
-from helpers import Demo, write_patchset
+from helpers import MODE_ONLY_DIFF, Demo, patch_text, write_patchset
 
-MODE_ONLY = """\
-Patch-Id: patch-x
-Title: Executable greet
-Symptom: s
-Cause: c
-Fix: f
-Smoke-Test: smoke/test_patch_1.py
----
-diff --git a/demo/greet.py b/demo/greet.py
-old mode 100644
-new mode 100755
-"""
+MODE_ONLY = patch_text("patch-x", MODE_ONLY_DIFF, "Executable greet")
 
 
 def _chmod(path: Path, mode: int) -> None:

@@ -14,7 +14,18 @@ from compatkit.load.validate import load_patchset
 from compatkit.model.diff import parse_diff
 from compatkit.model.patchset import split_header
 from compatkit.model.results import PortState
-from helpers import DEMO_FILES, PATCH_GREET, PATCH_UTIL, Venv, build_wheel, run_cli, write_patchset
+from helpers import (
+    DEMO_FILES,
+    MODE_ONLY_DIFF,
+    PATCH_GREET,
+    PATCH_UTIL,
+    UTIL_LINE20_HUNK,
+    Venv,
+    build_wheel,
+    patch_text,
+    run_cli,
+    write_patchset,
+)
 
 PATCH_WHO = """\
 Patch-Id: patch-3
@@ -198,45 +209,18 @@ def test_real_speculators_rebase_to_0_4_0(
     assert code == 1
 
 
-RENAME = """\
-Patch-Id: patch-5
-Title: Move util
-Symptom: x
-Cause: y
-Fix: z
-Smoke-Test: smoke/test_patch_1.py
----
-diff --git a/demo/util.py b/demo/tools.py
-similarity index 90%
-rename from demo/util.py
-rename to demo/tools.py
---- a/demo/util.py
-+++ b/demo/tools.py
-@@ -19,5 +19,5 @@
- line18 = 18
- line19 = 19
--line20 = 20
-+line20 = 200
- line21 = 21
- line22 = 22
-"""
+RENAME = patch_text(
+    "patch-5",
+    "diff --git a/demo/util.py b/demo/tools.py\nsimilarity index 90%\n"
+    "rename from demo/util.py\nrename to demo/tools.py\n"
+    "--- a/demo/util.py\n+++ b/demo/tools.py\n" + UTIL_LINE20_HUNK,
+)
 COPY = (
     RENAME.replace("rename from", "copy from")
     .replace("rename to", "copy to")
     .replace("Patch-Id: patch-5", "Patch-Id: patch-6")
 )
-MODE = """\
-Patch-Id: patch-7
-Title: Executable greet
-Symptom: x
-Cause: y
-Fix: z
-Smoke-Test: smoke/test_patch_1.py
----
-diff --git a/demo/greet.py b/demo/greet.py
-old mode 100644
-new mode 100755
-"""
+MODE = patch_text("patch-7", MODE_ONLY_DIFF)
 
 
 @pytest.mark.parametrize(("text", "kind"), [(RENAME, "rename"), (COPY, "copy"), (MODE, "modify")])
