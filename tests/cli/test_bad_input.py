@@ -358,7 +358,6 @@ def test_ctrl_c_in_the_first_50_ms_of_apply(demo: Demo) -> None:
 LOST_INTERRUPT = """
 import signal, sys
 from compatkit.cli import entry
-entry.run.__globals__["gc"].disable()  # as run() does until the command is loaded
 sys.unraisablehook = entry._unraisable if sys.argv[1] == "hook" else sys.unraisablehook
 entry._loaded()
 class Lands:  # a Ctrl-C raised where Python cannot raise it (importlib's lock callbacks)
