@@ -8,7 +8,10 @@ compiled (as pip leaves it); the reference applies the same diff with git to a p
 the old package. Journal, RECORD and bytecode handling are all on. Runs are interleaved and
 start from files on disk (``sync``, untimed), as in P2. These patchsets are small, so what is
 measured is mostly compatkit's fixed cost per run: two interpreter start-ups, the imports, the
-lock, the journal and two ``syncfs``.
+lock, the journal and two ``syncfs``. Three figures split the pair, each timed in the same
+rounds: P5-floor (two ``python -c pass``), P5-imports (two interpreters importing only what an
+apply and a revert cannot do without) and P5-modules (two interpreters importing every module
+the two commands import, listed from a real run); the pair less P5-modules is the work.
 
 compatkit is the one installed in the venv of bench/run.py's ``--python``, as users get it (not
 editable, bytecode compiled); the interpreter start-ups and imports are that interpreter's.
@@ -272,9 +275,29 @@ def write_patchset(work: Path, package: str, old: str, new: str, diff: str, site
     return work / "ps"
 
 
+def _loaded_by(base: list[str], command: str, env: dict[str, str], work: Path) -> list[str]:
+    """Every module that ``compatkit COMMAND upgrade`` imports beyond the interpreter's own
+    start-up (compatkit's, the standard library's, packaging's), in import order: the command
+    is run once, for real, by its console script's code, and lists ``sys.modules`` at exit."""
+    listing = work / f"modules-{command}.txt"
+    code = (
+        "import sys\n"
+        "start = set(sys.modules)\n"
+        f"sys.argv = {[*base, command, 'upgrade']!r}\n"
+        "from compatkit.cli.entry import run\n"
+        "code = run()\n"
+        f"with open({str(listing)!r}, 'w') as out:\n"
+        "    out.write(' '.join(m for m in sys.modules if m not in start))\n"
+        "sys.exit(code)\n"
+    )
+    subprocess.run([str(PYTHON[0]), "-c", code], env=env, stdout=subprocess.DEVNULL, check=True)
+    return listing.read_text().split()
+
+
 class Against:
     """compatkit's pair against one peer's, timed in the same rounds: medians of wall and CPU
-    and of each round's ratio; and the import floor's wall against the peer's."""
+    and of each round's ratio; and the import floor's and every module's wall against the
+    peer's."""
 
     def __init__(self, peer: Peer, done: list[list[tuple[float, float]]], i: int) -> None:
         def median(values: Callable[[list[tuple[float, float]]], float]) -> float:
@@ -287,6 +310,8 @@ class Against:
         self.paired_cpu = median(lambda r: r[0][1] / r[i][1])
         self.imports = median(lambda r: r[3][0])
         self.imports_paired = median(lambda r: r[3][0] / r[i][0])
+        self.modules = median(lambda r: r[4][0])
+        self.modules_paired = median(lambda r: r[4][0] / r[i][0])
 
 
 _skipped: set[str] = set()
@@ -298,8 +323,8 @@ def measure(
     """Medians of ``runs`` interleaved apply+revert pairs, git pairs and two ``python -c pass``
     (the interpreter start-ups alone: a floor no Python command goes below); files and hunks
     in the diff; and compatkit against each peer found (:class:`Against`: wall and CPU, and
-    the import floor, APPLY_IMPORTS and REVERT_IMPORTS in two interpreters timed in the same
-    rounds)."""
+    the import floor, APPLY_IMPORTS and REVERT_IMPORTS in two interpreters, and every module
+    the two commands import in two interpreters, timed in the same rounds)."""
     with tempfile.TemporaryDirectory(prefix="compatkit-p5-") as tmp:
         work = Path(tmp)
         target = _venv(work / "target", f"{package}=={old}", compile_bytecode=True)
@@ -339,6 +364,13 @@ def measure(
                 env,
             )  # fmt: skip
 
+        loaded = [_loaded_by(base, command, env, work) for command in ("apply", "revert")]
+
+        def modules() -> tuple[float, float]:
+            return timed_pair(
+                *([str(PYTHON[0]), "-c", f"import {', '.join(names)}"] for names in loaded), env
+            )
+
         srcs = (old_src, new_src)
         found = {
             "socket-patch": _socket_patch(work, package, old, srcs),
@@ -351,7 +383,7 @@ def measure(
             _skipped.add(name)
             print(f"  P5 peer {name}: not installed beside {PYTHON[0]}, skipped", flush=True)
         actions: list[Callable[[], tuple[float, float]]] = [
-            ours, git, starts, imports, *(p.pair for p in peers)
+            ours, git, starts, imports, modules, *(p.pair for p in peers)
         ]  # fmt: skip
         # the warm-up round fills compatkit's caches, as any earlier run does (and makes
         # venv-patcher's git repository)
@@ -360,7 +392,7 @@ def measure(
             peer.check(old_src, new_src)
         done = rounds(runs, *actions, warmup=0)
         value, ref, floor = (statistics.median(r[i][0] for r in done) for i in range(3))
-        against = [Against(peer, done, 4 + i) for i, peer in enumerate(peers)]
+        against = [Against(peer, done, 5 + i) for i, peer in enumerate(peers)]
         return value, ref, floor, files, hunks, against
 
 
@@ -413,6 +445,18 @@ def run(report: Report, python: Path) -> None:
                         f"{peer.name}'s pair",
                         a.wall,
                         paired=a.imports_paired,
+                    )
+                )
+                report.add(
+                    Figure(
+                        "P5-modules-vs-socket-patch",
+                        "two interpreters importing every module compatkit's apply and revert "
+                        "import (compatkit's own, the standard library's, packaging's; listed "
+                        "from a real run): all but the work",
+                        a.modules,
+                        f"{peer.name}'s pair",
+                        a.wall,
+                        paired=a.modules_paired,
                     )
                 )
         if package == "requests":

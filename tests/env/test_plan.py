@@ -13,7 +13,10 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from compatkit.env import plan
 from compatkit.env.plan import Overlay, plan_apply, plan_revert
 from compatkit.env.state import State, state_relpath
 from compatkit.env.target import Dist
@@ -217,13 +220,20 @@ def test_reapply_of_an_edited_patchset_plans_revert_and_apply_together() -> None
     assert files.files == pristine
 
 
-def test_bytecode_of_every_interpreter_is_found_and_moved_aside_and_back() -> None:
+@pytest.mark.parametrize("searches", [None, 0])
+def test_bytecode_of_every_interpreter_is_found_and_moved_aside_and_back(
+    searches: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A module's bytecode is every ``STEM.TAG.pyc`` and ``STEM.TAG.opt-N.pyc`` in its
     ``__pycache__``: this interpreter's, stale ones of others (another CPython, PyPy, a tag
     never seen), whatever order the folder lists them in, and nothing else (another module
     whose name starts with the same letters or stem, a file that is not ``.pyc``, a name with
     no tag). The folder is listed once for all the modules patched in it (issue 36, G-apply:
-    its names are searched in one string instead of sorted)."""
+    its names are searched in one string instead of sorted). ``searches`` 0: the folder is
+    indexed by stem at once, as after many searches (a patch of thousands of modules), and
+    the same bytecode is found."""
+    if searches is not None:
+        monkeypatch.setattr(plan, "_SEARCHES", searches)
     cache = "demo/__pycache__"
     ours = [
         "greet.cpython-311.pyc",
@@ -270,3 +280,32 @@ def test_bytecode_of_every_interpreter_is_found_and_moved_aside_and_back() -> No
     assert plan_revert(ov, state_of(files), force=False) == []
     files.commit(ov.changes())
     assert files.files == pristine
+
+
+@given(
+    names=st.lists(
+        st.sampled_from(
+            [
+                "m.cpython-311.pyc",
+                "m.cpython-311.opt-1.pyc",
+                "m.b.cpython-311.pyc",  # the module m.b (a stem with a dot)
+                "m.b.c.pypy311.pyc",
+                "mb.cpython-311.pyc",
+                "m.pyc",  # no tag
+                "m.cpython-311.pyc.tmp",
+                ".m.cpython-311.pyc",  # the module "" (a name starting with its dot)
+                "x",
+            ]
+        ),
+        unique=True,
+    ),
+    stem=st.sampled_from(["m", "m.b", "m.b.c", "mb", "", "x", "m.cpython-311"]),
+)
+def test_a_pycache_indexed_by_stem_finds_what_its_search_finds(names: list[str], stem: str) -> None:
+    """A ``__pycache__`` searched often is indexed by stem (plan._pycs_by_stem): for every
+    listing and module, the index gives the bytecode names the search of the listing gives,
+    stems holding dots included."""
+    listing = "\0" + "\0".join(names) + "\0"
+    searched = plan._search_pycs(listing, stem)
+    assert sorted(plan._pycs_by_stem(listing).get(stem, [])) == sorted(searched)
+    assert all(n.startswith(f"{stem}.") and n.endswith(".pyc") for n in searched)

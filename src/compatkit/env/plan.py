@@ -63,7 +63,9 @@ class Overlay:
         self.record = Record.parse(raw_record)
         self._original_record = self.record
         self._planned_pycs: dict[str, set[str]] = {}  # "dir/__pycache__/stem." -> pyc paths
-        self._pycaches: dict[str, str] = {}  # "dir/__pycache__" -> "\0name\0name…\0"
+        # "dir/__pycache__" -> "\0name\0name…\0", or once searched often, its pycs by stem
+        self._pycaches: dict[str, str | dict[str, list[str]]] = {}
+        self._pycache_searches: dict[str, int] = {}
         self.moves: dict[str, str] = {}  # renames: source -> destination
         self._moved_to: dict[str, str] = {}  # destination -> source
         self._free: dict[str, int] = {}  # free_name(): where to start looking
@@ -184,7 +186,8 @@ class Overlay:
         searching for NUL, its stem and a dot, at C speed. A glob per source file would list
         the folder again for every module in it (quadratic in big packages), and indexing or
         sorting every name costs a small patch to a 15,000-module package more than the rest
-        of its work (issue 36, G-apply).
+        of its work (issue 36, G-apply). A folder searched ``_SEARCHES`` times (a patch of
+        thousands of modules: a search each is quadratic too) is indexed by stem instead.
         """
         if not relpath.endswith(".py"):
             return []
@@ -193,16 +196,13 @@ class Overlay:
         names = self._pycaches.get(cache)
         if names is None:
             names = self._pycaches[cache] = "\0" + "\0".join(self.files.listdir(cache)) + "\0"
-        start = f"\0{name[:-3]}."
-        found = []
-        i = names.find(start)
-        while i >= 0:
-            end = names.index("\0", i + 1)
-            found_name = names[i + 1 : end]
-            if found_name.endswith(".pyc") and found_name.count(".") >= 2:  # STEM.TAG[.opt-N].pyc
-                found.append(f"{cache}/{found_name}")
-            i = names.find(start, end)
-        return sorted(found)
+        if isinstance(names, str):
+            searched = self._pycache_searches[cache] = self._pycache_searches.get(cache, 0) + 1
+            if searched > _SEARCHES:
+                names = self._pycaches[cache] = _pycs_by_stem(names)
+        stem = name[:-3]
+        found = names.get(stem, ()) if isinstance(names, dict) else _search_pycs(names, stem)
+        return sorted(f"{cache}/{pyc}" for pyc in found)
 
     def changes(self) -> list[Change]:
         """Writes and deletes, then deletes that clear rename destinations, then renames."""
@@ -226,6 +226,41 @@ class Overlay:
                 out.append(Change(dest, None, before=self.disk(dest), before_known=True))
         out += [Change(src, None, move_to=dest) for src, dest in self.moves.items()]
         return out
+
+
+# searches of one __pycache__ listing before it is indexed by stem (Overlay._pycs_on_disk)
+_SEARCHES = 64
+
+
+def _is_pyc_name(name: str) -> bool:
+    return name.endswith(".pyc") and name.count(".") >= 2  # STEM.TAG[.opt-N].pyc
+
+
+def _search_pycs(names: str, stem: str) -> list[str]:
+    """The bytecode names of a ``__pycache__`` listing (NUL-separated) compiled from the
+    module ``stem``: those after a NUL and ``stem`` and a dot."""
+    start = f"\0{stem}."
+    found = []
+    i = names.find(start)
+    while i >= 0:
+        end = names.index("\0", i + 1)
+        if _is_pyc_name(names[i + 1 : end]):
+            found.append(names[i + 1 : end])
+        i = names.find(start, end)
+    return found
+
+
+def _pycs_by_stem(names: str) -> dict[str, list[str]]:
+    """The bytecode names of a ``__pycache__`` listing (NUL-separated) under every stem a
+    search finds them by: each part of the name before one of its dots."""
+    index: dict[str, list[str]] = {}
+    for name in names.split("\0"):
+        if _is_pyc_name(name):
+            dot = name.find(".")
+            while dot >= 0:
+                index.setdefault(name[:dot], []).append(name)
+                dot = name.find(".", dot + 1)
+    return index
 
 
 def _sha(data: bytes | None) -> str | None:

@@ -84,6 +84,11 @@ def row_with(path: str, digest: tuple[str, int] | None) -> Row:
     return Row.from_raw(buf.getvalue())
 
 
+# searches of a record's whole text before it indexes its lines (Record._first_fields): an
+# index costs a pass over every line, a search one scan of the text at C speed
+_SEARCHES = 64
+
+
 def _encoded(text: str) -> bytes | None:
     """``text`` as a RECORD's bytes hold it (None: no decoded RECORD holds it, such as a
     surrogate escape that stands for a valid character's bytes)."""
@@ -133,9 +138,15 @@ class Record(Value):
     ``_hits`` and ``_folders`` remember this record's lookups (the bytecode or the backups
     of a few modules, looked up one by one, cost one search in all), ``_numbered`` the line
     numbers :meth:`index` counted (each counted on from the nearest one counted before); the
-    record itself never changes."""
+    record itself never changes. A search reads the whole text, so a record asked for many
+    paths (a patch of thousands of files) indexes its lines by their first field once, after
+    ``_SEARCHES`` searches (``_index``), instead of searching again for each: a few lookups
+    still split nothing."""
 
-    __slots__ = ("_text", "terminator", "final_newline", "_hits", "_folders", "_numbered")
+    __slots__ = (
+        "_text", "terminator", "final_newline", "_hits", "_folders", "_numbered", "_searches",
+        "_index",
+    )  # fmt: skip
 
     def __init__(self, rows: Iterable[Row], terminator: str, final_newline: bool) -> None:
         self._text = "".join(r.raw + terminator for r in rows).encode("utf-8", "surrogateescape")
@@ -145,6 +156,8 @@ class Record(Value):
         self._folders: dict[str, bool] = {}  # a folder -> whether a line's path is below it
         # lines of ``_text`` numbered so far: their starts (sorted) and their numbers
         self._numbered: tuple[list[int], list[int]] = ([], [])
+        self._searches = 0  # lookups answered by a search of the whole text
+        self._index: dict[bytes, list[int]] | None = None  # a first field -> its lines' starts
 
     @classmethod
     def _of_text(cls, text: bytes, terminator: str, final_newline: bool) -> Record:
@@ -193,13 +206,20 @@ class Record(Value):
         if hits is not None:
             return hits
         hits = self._hits[path] = []
-        if "\r" in path or "\n" in path or not self._has_folder(path):
+        if "\r" in path or "\n" in path:
+            return hits
+        if self._index is None and self._searches >= _SEARCHES:
+            self._index = self._first_fields()
+        if self._index is None and not self._has_folder(path):
             return hits
         text, end = self._text, self.terminator.encode()
         for form in _csv_forms(path):
             key = _encoded(form)
             if key is None:
                 return hits
+            if self._index is not None:
+                hits += self._index.get(key, ())
+                continue
             start = 0 if text.startswith(key) else -1  # the first line; then each after an end
             if start < 0:
                 start = text.find(end + key)
@@ -210,8 +230,33 @@ class Record(Value):
                     hits.append(start)
                 start = text.find(end + key, start)
                 start = start + len(end) if start >= 0 else -1
+        if self._index is None:
+            self._searches += 1
         hits.sort()
         return hits
+
+    def _first_fields(self) -> dict[bytes, list[int]]:
+        """Each line's first field as written (quotes included), to where the lines holding
+        it start: the lines a search for that field, followed by a comma or the terminator,
+        finds. A quoted field ends at the first quote that is not doubled; a line whose
+        quoted field is not closed, or is followed by anything but a comma, has none."""
+        index: dict[bytes, list[int]] = {}
+        text, end = self._text, self.terminator.encode()
+        start = 0
+        for line in text.split(end)[:-1]:  # the text ends with the terminator
+            if line.startswith(b'"'):
+                close = line.find(b'"', 1)
+                while close >= 0 and line.startswith(b'"', close + 1):
+                    close = line.find(b'"', close + 2)
+                field = line[: close + 1] if close >= 0 else None
+                if field is not None and len(line) > len(field) and line[len(field)] != 44:
+                    field = None  # 44: a comma
+            else:
+                field = line.partition(b",")[0]
+            if field is not None:
+                index.setdefault(field, []).append(start)
+            start += len(line) + len(end)
+        return index
 
     def _has_folder(self, path: str) -> bool:
         """Whether a line's path may be in the folder holding ``path`` (or below it)."""
