@@ -247,15 +247,22 @@ def test_a_record_kept_as_its_text_reads_and_edits_as_its_rows_do(
 
 
 def _count_splits(monkeypatch: pytest.MonkeyPatch) -> list[Record]:
-    """Each record split into its lines from now on (Record._raw_list), in order."""
+    """Each record split into its lines from now on, in order: into their texts
+    (Record._raw_list) or into an index of their first fields (Record._first_fields, which a
+    record builds only once it has searched for many paths)."""
     splits: list[Record] = []
-    real = Record._raw_list
+    real, real_index = Record._raw_list, Record._first_fields
 
     def counting(self: Record) -> list[str]:
         splits.append(self)
         return real(self)
 
+    def counting_index(self: Record) -> dict[bytes, list[int]]:
+        splits.append(self)
+        return real_index(self)
+
     monkeypatch.setattr(Record, "_raw_list", counting)
+    monkeypatch.setattr(Record, "_first_fields", counting_index)
     return splits
 
 
