@@ -249,8 +249,8 @@ class Record(Value):
                 while close >= 0 and line.startswith(b'"', close + 1):
                     close = line.find(b'"', close + 2)
                 field = line[: close + 1] if close >= 0 else None
-                if field is not None and len(line) > len(field) and line[len(field)] != 44:
-                    field = None  # 44: a comma
+                if field is not None and len(line) > len(field):
+                    field = field if line.startswith(b",", len(field)) else None
             else:
                 field = line.partition(b",")[0]
             if field is not None:
