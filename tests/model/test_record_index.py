@@ -116,3 +116,11 @@ def test_an_indexed_record_edits_a_thousand_rows_as_a_searching_one(ending: str)
     got = Record.parse(data).edit(replace, remove, append)
     assert got.render() == expected.render()
     assert got.rows == expected.rows
+
+
+def test_the_index_finds_a_line_csv_cannot_read() -> None:
+    """A line csv refuses (a carriage return in an unquoted field of a LF-terminated RECORD)
+    still starts with its path followed by a comma: the search finds it, so the index must
+    (it reads the first field as written, not as csv reads the line)."""
+    data = b"a,h\r,1\nb.py,h,2\n"
+    assert Record.parse(data).index("a") == _indexed(data).index("a") == 0

@@ -239,7 +239,10 @@ class Record(Value):
         """Each line's first field as written (quotes included), to where the lines holding
         it start: the lines a search for that field, followed by a comma or the terminator,
         finds. A quoted field ends at the first quote that is not doubled; a line whose
-        quoted field is not closed, or is followed by anything but a comma, has none."""
+        quoted field is not closed, or is followed by anything but a comma, has none. Not
+        csv's reading of the line: a search matches the field as written, and csv reads
+        some lines a search finds otherwise (``a,h\r,1`` in a LF file is an error to csv,
+        ``a``'s line to a search), so an index of csv's paths would miss lines."""
         index: dict[bytes, list[int]] = {}
         text, end = self._text, self.terminator.encode()
         start = 0
